@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Prepares a Debian 12 machine (as root, no systemd) to run kvm2 and its tests:
+# Debian packages, the daemons kvm2 talks to (virtlogd, libvirtd, redis-server), a dir pool
+# `default`, and the npm dependencies. Safe to run twice: every step checks before it acts.
+# Facts behind each step: shared/HOST-SETUP.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '[setup] %s\n' "$*"; }
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup: run as root (it installs Debian packages and starts libvirtd)" >&2
+  exit 1
+fi
+
+PACKAGES=(
+  # libvirt host (iptables must be present before libvirtd starts: it sets up chains at start)
+  libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils ovmf
+  iptables dnsmasq-base
+  # test peers: OpenSSH server, Redis, libvirt's own C client for the benchmarks
+  openssh-server openssh-client redis-server python3-libvirt
+  # independent readers of the seed ISO
+  genisoimage libarchive-tools
+  procps
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The users and groups the libvirt-daemon-system package would have made.
+getent group kvm >/dev/null || groupadd --system kvm
+getent group libvirt-qemu >/dev/null || groupadd --system libvirt-qemu
+getent group libvirt >/dev/null || groupadd --system libvirt
+id libvirt-qemu >/dev/null 2>&1 ||
+  useradd --system --no-create-home --home-dir /var/lib/libvirt --shell /usr/sbin/nologin \
+    -g libvirt-qemu -G kvm libvirt-qemu
+mkdir -p /var/log/libvirt /var/run/libvirt /var/lib/libvirt/images /run/sshd
+if [ -e /dev/kvm ]; then chgrp kvm /dev/kvm && chmod 660 /dev/kvm; fi
+
+running() { pgrep -x "$1" >/dev/null 2>&1; }
+wait_for() { # wait_for DESCRIPTION COMMAND...
+  local what=$1; shift
+  for _ in $(seq 1 100); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "setup: $what did not come up" >&2
+  return 1
+}
+
+running virtlogd || { log "starting virtlogd"; virtlogd -d; }
+if ! running libvirtd; then
+  log "starting libvirtd"
+  libvirtd -d
+fi
+wait_for "libvirtd" virsh -c qemu:///system version
+
+if ! redis-cli -p 6379 ping >/dev/null 2>&1; then
+  log "starting redis-server on 127.0.0.1:6379"
+  redis-server --bind 127.0.0.1 --port 6379 --daemonize yes --save '' --appendonly no \
+    --maxmemory-policy noeviction
+  wait_for "redis-server" redis-cli -p 6379 ping
+fi
+
+# The dir pool `default` that the embedded configuration names.
+if ! virsh -q pool-info default >/dev/null 2>&1; then
+  log "defining pool default at /var/lib/libvirt/images"
+  virsh -q pool-define-as default dir --target /var/lib/libvirt/images >/dev/null
+fi
+virsh -q pool-info default | grep -q 'State: *running' || virsh -q pool-start default >/dev/null
+virsh -q pool-autostart default >/dev/null 2>&1 || true
+
+if [ -f package-lock.json ]; then
+  log "npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+log "ready: libvirtd $(virsh -c qemu:///system version | awk '/library/{print $NF}'), redis $(redis-cli -p 6379 info server | awk -F: '/redis_version/{print $2}' | tr -d '\r')"
