@@ -1,0 +1,197 @@
+// A connection to one libvirtd: dial the transport, then libvirt's own opening sequence
+// (remote_driver.c doRemoteOpen; LIBVIRT-RPC-FACTS §3):
+//   AUTH_LIST (must come first, even as root) -> AUTH_POLKIT when that is all we are offered
+//   -> CONNECT_SUPPORTS_FEATURE(PROGRAM_KEEPALIVE) -> CONNECT_OPEN(name)
+// and CONNECT_CLOSE on the way out (the daemon replies, then closes the socket).
+import { EventEmitter } from 'node:events';
+import { SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+import { DialError, LibvirtError, type DialReason } from './errors.js';
+import { KEEPALIVE_DEFAULTS, type KeepaliveOptions } from './keepalive.js';
+import type { Procedure } from './procedure.js';
+import {
+  AuthList,
+  AuthPolkit,
+  ConnectClose,
+  ConnectOpen,
+  ConnectSupportsFeature,
+} from './protocol.gen.js';
+import { RpcClient, type CallOptions } from './rpc-client.js';
+import { dialSsh } from './transport/ssh.js';
+import type { Link } from './transport/types.js';
+import { dialUnix } from './transport/unix.js';
+import type { LibvirtTarget } from './uri.js';
+
+const AUTH_NONE = 0;
+const AUTH_POLKIT = 2;
+const FEATURE_PROGRAM_KEEPALIVE = 10;
+
+export interface ConnectOptions {
+  /** kvm2's name for the host: logs, spans and errors carry it. */
+  readonly host: string;
+  readonly signal?: AbortSignal | undefined;
+  /** Budget for transport and opening sequence together, ms. */
+  readonly dialTimeoutMs?: number | undefined;
+  readonly callTimeoutMs?: number | undefined;
+  readonly maxInFlight?: number | undefined;
+  /** `false` never asks the daemon for keepalive (it then never pings us). */
+  readonly keepalive?: KeepaliveOptions | false | undefined;
+  readonly logger?: Logger | undefined;
+  readonly tracer?: Tracer | undefined;
+}
+
+export const CONNECT_DEFAULTS = Object.freeze({ dialTimeoutMs: 15_000 });
+
+export class LibvirtConnection extends EventEmitter<{ close: [Error | undefined] }> {
+  private constructor(
+    readonly host: string,
+    readonly target: LibvirtTarget,
+    private readonly link: Link,
+    private readonly rpc: RpcClient,
+  ) {
+    super();
+    rpc.once('close', (err) => {
+      link.close();
+      this.emit('close', err);
+    });
+  }
+
+  static async connect(target: LibvirtTarget, options: ConnectOptions): Promise<LibvirtConnection> {
+    const tracer = options.tracer ?? trace.getTracer('kvm2');
+    return tracer.startActiveSpan(
+      'kvm2.dial',
+      { attributes: { 'kvm2.host': options.host, 'kvm2.transport': target.transport } },
+      async (span) => {
+        try {
+          const conn = await LibvirtConnection.dial(target, options, tracer);
+          span.end();
+          return conn;
+        } catch (err) {
+          span.recordException(err as Error);
+          span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+          if (err instanceof DialError) span.setAttribute('kvm2.dial.stage', err.stage);
+          span.end();
+          throw err;
+        }
+      },
+    );
+  }
+
+  private static async dial(
+    target: LibvirtTarget,
+    options: ConnectOptions,
+    tracer: Tracer,
+  ): Promise<LibvirtConnection> {
+    const timeoutMs = options.dialTimeoutMs ?? CONNECT_DEFAULTS.dialTimeoutMs;
+    const deadline = Date.now() + timeoutMs;
+    const dialOptions = { signal: options.signal, timeoutMs };
+    const link =
+      target.transport === 'ssh'
+        ? await dialSsh(target, dialOptions)
+        : await dialUnix(target.socketPath, options.host, dialOptions);
+    const rpc = new RpcClient(link.stream, {
+      host: options.host,
+      logger: options.logger,
+      tracer,
+      ...(options.maxInFlight === undefined ? {} : { maxInFlight: options.maxInFlight }),
+      ...(options.callTimeoutMs === undefined ? {} : { callTimeoutMs: options.callTimeoutMs }),
+    });
+    const conn = new LibvirtConnection(options.host, target, link, rpc);
+    try {
+      const callOptions = (): CallOptions => ({
+        signal: options.signal,
+        timeoutMs: Math.max(1, deadline - Date.now()),
+      });
+      const { types } = await rpc.call(AuthList, undefined, callOptions());
+      if (!types.includes(AUTH_NONE)) {
+        if (!types.includes(AUTH_POLKIT)) {
+          throw new DialError(
+            `${options.host}: libvirtd offers only auth types [${types.join(', ')}]; kvm2 supports none and polkit`,
+            'open',
+            options.host,
+            'auth_failed',
+            { kind: 'permanent' },
+          );
+        }
+        await rpc.call(AuthPolkit, undefined, callOptions());
+      }
+      if (options.keepalive !== false) {
+        const { supported } = await rpc.call(
+          ConnectSupportsFeature,
+          { feature: FEATURE_PROGRAM_KEEPALIVE },
+          callOptions(),
+        );
+        if (supported !== 0) rpc.startKeepalive(options.keepalive ?? KEEPALIVE_DEFAULTS);
+      }
+      await rpc.call(ConnectOpen, { name: target.openName, flags: 0 }, callOptions());
+      return conn;
+    } catch (err) {
+      rpc.destroy();
+      link.close();
+      throw openError(options.host, err);
+    }
+  }
+
+  get isDown(): boolean {
+    return this.rpc.isDown;
+  }
+
+  get inFlight(): number {
+    return this.rpc.inFlight;
+  }
+
+  call<A, R>(proc: Procedure<A, R>, args: A, options?: CallOptions): Promise<R> {
+    return this.rpc.call(proc, args, options);
+  }
+
+  upload<A>(
+    proc: Procedure<A, unknown>,
+    args: A,
+    source: AsyncIterable<Uint8Array>,
+    options?: CallOptions,
+  ): Promise<void> {
+    return this.rpc.upload(proc, args, source, options);
+  }
+
+  download<A>(
+    proc: Procedure<A, unknown>,
+    args: A,
+    options?: CallOptions,
+  ): AsyncGenerator<Buffer, void, undefined> {
+    return this.rpc.download(proc, args, options);
+  }
+
+  /** Says goodbye (CONNECT_CLOSE) when the link is up, then tears the link down. */
+  async close(options?: CallOptions): Promise<void> {
+    if (!this.rpc.isDown) {
+      this.rpc.expectClose();
+      try {
+        await this.rpc.call(ConnectClose, undefined, { timeoutMs: 2000, ...options });
+      } catch {
+        // The goodbye is a courtesy: the link goes away regardless.
+      }
+    }
+    this.destroy();
+  }
+
+  destroy(reason?: Error): void {
+    this.rpc.destroy(reason);
+    this.link.close();
+  }
+}
+
+function openError(host: string, err: unknown): Error {
+  if (err instanceof DialError) return err;
+  const e = err as Error & { code?: string };
+  let reason: DialReason = 'protocol_error';
+  if (e.code === 'ERR_LIBVIRT_CALL_TIMEOUT') reason = 'timeout';
+  else if (e.code === 'ERR_LIBVIRT_CALL_ABORTED') reason = 'aborted';
+  else if (err instanceof LibvirtError && (err.libvirtCode === 45 || err.libvirtCode === 88)) {
+    reason = 'auth_failed';
+  }
+  const kind = err instanceof LibvirtError ? err.kind : 'transient';
+  return new DialError(`${host}: opening libvirt failed: ${e.message}`, 'open', host, reason, {
+    cause: err,
+    kind: reason === 'auth_failed' ? 'permanent' : kind,
+  });
+}

@@ -1,0 +1,147 @@
+// One shared, pipelined connection per host, dialed lazily and once however many callers wait;
+// each caller waits only as long as its own signal allows (SPEC §4). A dead link is dropped and
+// the next caller dials again. Image uploads and health probes ask for `dedicated` connections.
+import type { Tracer } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+import { CallAbortedError } from './errors.js';
+import { LibvirtConnection, type ConnectOptions } from './connection.js';
+import type { Procedure } from './procedure.js';
+import type { CallOptions } from './rpc-client.js';
+import type { LibvirtTarget } from './uri.js';
+
+export interface HostTableOptions {
+  readonly logger?: Logger | undefined;
+  readonly tracer?: Tracer | undefined;
+  readonly dialTimeoutMs?: number | undefined;
+  readonly callTimeoutMs?: number | undefined;
+  readonly maxInFlight?: number | undefined;
+  readonly keepalive?: ConnectOptions['keepalive'];
+}
+
+export class UnknownHostError extends Error {
+  readonly code = 'ERR_UNKNOWN_HOST';
+  readonly kind = 'permanent' as const;
+  override name = 'UnknownHostError';
+}
+
+export class HostTable {
+  private readonly targets: ReadonlyMap<string, LibvirtTarget>;
+  private readonly live = new Map<string, LibvirtConnection>();
+  private readonly dialing = new Map<string, Promise<LibvirtConnection>>();
+  private closed = false;
+
+  constructor(
+    targets: Iterable<readonly [string, LibvirtTarget]>,
+    private readonly options: HostTableOptions = {},
+  ) {
+    this.targets = new Map(targets);
+  }
+
+  hosts(): string[] {
+    return [...this.targets.keys()];
+  }
+
+  target(host: string): LibvirtTarget {
+    const t = this.targets.get(host);
+    if (t === undefined) throw new UnknownHostError(`unknown host '${host}'`);
+    return t;
+  }
+
+  /** The host's shared connection, dialing it if there is none. */
+  async shared(
+    host: string,
+    options?: { signal?: AbortSignal | undefined },
+  ): Promise<LibvirtConnection> {
+    const conn = this.live.get(host);
+    if (conn !== undefined && !conn.isDown) return conn;
+    const signal = options?.signal;
+    if (signal?.aborted) throw new CallAbortedError('dial', false, { cause: signal.reason });
+    let dial = this.dialing.get(host);
+    if (dial === undefined) {
+      dial = this.dialShared(host);
+      this.dialing.set(host, dial);
+    }
+    return waitWithSignal(dial, signal);
+  }
+
+  /** A fresh connection of the caller's own, to close when done. */
+  dedicated(
+    host: string,
+    options?: { signal?: AbortSignal | undefined },
+  ): Promise<LibvirtConnection> {
+    return LibvirtConnection.connect(this.target(host), this.connectOptions(host, options?.signal));
+  }
+
+  /** One call on the host's shared connection. */
+  async call<A, R>(
+    host: string,
+    proc: Procedure<A, R>,
+    args: A,
+    options?: CallOptions,
+  ): Promise<R> {
+    const conn = await this.shared(host, options);
+    return conn.call(proc, args, options);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const conns = [...this.live.values()];
+    this.live.clear();
+    await Promise.all(conns.map((c) => c.close()));
+  }
+
+  private async dialShared(host: string): Promise<LibvirtConnection> {
+    try {
+      // The shared dial belongs to no caller: it runs to its own budget even if every caller
+      // gave up, and the next caller finds the connection ready.
+      const conn = await LibvirtConnection.connect(
+        this.target(host),
+        this.connectOptions(host, undefined),
+      );
+      if (this.closed) {
+        conn.destroy();
+        throw new CallAbortedError('dial', false);
+      }
+      this.live.set(host, conn);
+      conn.once('close', () => {
+        if (this.live.get(host) === conn) this.live.delete(host);
+      });
+      return conn;
+    } finally {
+      this.dialing.delete(host);
+    }
+  }
+
+  private connectOptions(host: string, signal: AbortSignal | undefined): ConnectOptions {
+    const o = this.options;
+    return {
+      host,
+      signal,
+      dialTimeoutMs: o.dialTimeoutMs,
+      callTimeoutMs: o.callTimeoutMs,
+      maxInFlight: o.maxInFlight,
+      keepalive: o.keepalive,
+      logger: o.logger,
+      tracer: o.tracer,
+    };
+  }
+}
+
+function waitWithSignal<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void =>
+      reject(new CallAbortedError('dial', false, { cause: signal.reason }));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}

@@ -1,0 +1,614 @@
+// The RPC engine: one link, many calls in flight matched by serial, streams, keepalive, and
+// the abandon policy of SPEC §4. It never dials; it is handed a byte stream (UNIX socket or SSH
+// channel) and owns it until it closes.
+//
+// Abandon policy: libvirt cannot cancel a call. A call whose signal fires or whose budget runs
+// out while on the wire kills the link (its reply would otherwise arrive for nobody, and the
+// daemon may still be working on it); the other calls on the link fail once as interrupted and
+// the owner (HostTable) dials a new link for the next call. Calls still queued locally have not
+// reached the daemon: they fail alone, and the link stays.
+import { EventEmitter } from 'node:events';
+import type { Duplex } from 'node:stream';
+import { SpanStatusCode, trace, type Span, type Tracer } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+import {
+  CallAbortedError,
+  InvalidArgumentError,
+  LibvirtError,
+  LinkClosedError,
+  LinkInterruptedError,
+  ProtocolError,
+} from './errors.js';
+import { Keepalive, type KeepaliveOptions } from './keepalive.js';
+import {
+  FrameDecoder,
+  MessageStatus,
+  MessageType,
+  STREAM_CHUNK_MAX,
+  encodePrefix,
+  packetWriter,
+  sealPacket,
+  type PacketHeader,
+} from './packet.js';
+import type { Procedure } from './procedure.js';
+import { KEEPALIVE_PROGRAM, REMOTE_PROGRAM, decodeRemoteError } from './protocol.gen.js';
+import { XdrReader } from './xdr.js';
+
+export interface RpcClientOptions {
+  /** The host's name in kvm2's configuration: logs, spans and errors carry it. */
+  readonly host: string;
+  /**
+   * Calls on the wire at once; more wait locally. libvirtd stops reading a connection with 5
+   * requests outstanding (max_client_requests), which would leave keepalive PONGs unread, so
+   * the default stays below it (LIBVIRT-RPC-FACTS §6).
+   */
+  readonly maxInFlight?: number;
+  /** Budget of a call that names none, ms. */
+  readonly callTimeoutMs?: number;
+  readonly logger?: Logger | undefined;
+  readonly tracer?: Tracer | undefined;
+}
+
+export interface CallOptions {
+  readonly signal?: AbortSignal | undefined;
+  /** This call's budget, ms; overrides the client's default. */
+  readonly timeoutMs?: number | undefined;
+}
+
+const DEFAULTS = Object.freeze({ maxInFlight: 4, callTimeoutMs: 60_000 });
+const DOWNLOAD_HIGH_WATER = 4 * 1024 * 1024;
+
+type AnyProcedure = Procedure<any, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+interface StreamSink {
+  data(payload: Buffer): void;
+  /** The server's STREAM/OK (finish confirmation). */
+  finish(): void;
+  fail(err: Error): void;
+}
+
+class PendingCall {
+  serial = 0;
+  timer: NodeJS.Timeout | undefined = undefined;
+  span: Span | undefined = undefined;
+  started = 0;
+  onAbort: (() => void) | undefined = undefined;
+  sent = false;
+  frame: Buffer | undefined = undefined;
+
+  constructor(
+    readonly proc: AnyProcedure,
+    readonly signal: AbortSignal | undefined,
+    readonly resolve: (v: unknown) => void,
+    readonly reject: (e: Error) => void,
+  ) {}
+}
+
+export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
+  readonly host: string;
+  private readonly maxInFlight: number;
+  private readonly callTimeoutMs: number;
+  private readonly logger: Logger | undefined;
+  private readonly tracer: Tracer;
+  private readonly decoder: FrameDecoder;
+  private readonly pending = new Map<number, PendingCall>();
+  private readonly queue: PendingCall[] = [];
+  private readonly streams = new Map<number, StreamSink>();
+  private keepalive: Keepalive | undefined;
+  private nextSerial = 1;
+  private closing = false;
+  private downError: Error | undefined;
+  private down = false;
+
+  constructor(
+    private readonly stream: Duplex,
+    options: RpcClientOptions,
+  ) {
+    super();
+    this.host = options.host;
+    this.maxInFlight = options.maxInFlight ?? DEFAULTS.maxInFlight;
+    this.callTimeoutMs = options.callTimeoutMs ?? DEFAULTS.callTimeoutMs;
+    this.logger = options.logger;
+    this.tracer = options.tracer ?? trace.getTracer('kvm2');
+    this.decoder = new FrameDecoder((h, p) => this.onFrame(h, p));
+    stream.on('data', (chunk: Buffer) => {
+      this.keepalive?.received();
+      try {
+        this.decoder.push(chunk);
+      } catch (err) {
+        this.destroy(err instanceof Error ? err : new ProtocolError(String(err)));
+      }
+    });
+    stream.on('error', (err) => this.linkDown(err));
+    stream.on('end', () => this.linkDown(undefined));
+    stream.on('close', () => this.linkDown(undefined));
+  }
+
+  /** True once the link is gone: no call on this client can succeed any more. */
+  get isDown(): boolean {
+    return this.down;
+  }
+
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  /** Starts pinging when idle and answering is already on; called once the daemon agreed. */
+  startKeepalive(options: KeepaliveOptions): void {
+    this.keepalive?.stop();
+    this.keepalive = new Keepalive(options, {
+      ping: (frame) => this.write(frame),
+      dead: (err) => this.destroy(err),
+    });
+  }
+
+  call<A, R>(proc: Procedure<A, R>, args: A, options?: CallOptions): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      const signal = options?.signal;
+      if (signal?.aborted) {
+        reject(new CallAbortedError(proc.name, false, { cause: signal.reason }));
+        return;
+      }
+      if (this.down) {
+        reject(this.downReason(proc.name));
+        return;
+      }
+      const call = new PendingCall(proc, signal, resolve as (v: unknown) => void, reject);
+      try {
+        call.serial = this.takeSerial();
+        const w = packetWriter();
+        proc.encode(w, args);
+        call.frame = sealPacket(w, {
+          prog: proc.program,
+          vers: proc.version,
+          proc: proc.proc,
+          type: MessageType.CALL,
+          serial: call.serial,
+          status: MessageStatus.OK,
+        });
+      } catch (err) {
+        reject(new InvalidArgumentError(`${proc.name}: ${(err as Error).message}`, { cause: err }));
+        return;
+      }
+      this.begin(call, options?.timeoutMs ?? this.callTimeoutMs);
+      if (this.pending.size < this.maxInFlight) this.send(call);
+      else this.queue.push(call);
+    });
+  }
+
+  /**
+   * Runs a @writestream procedure (StorageVolUpload): the call, then `source` as stream data in
+   * chunks libvirt always accepts, with socket back-pressure, then the finish handshake. Memory
+   * in flight stays at one chunk of `source` plus the socket's buffer, whatever the size.
+   */
+  async upload<A>(
+    proc: Procedure<A, unknown>,
+    args: A,
+    source: AsyncIterable<Uint8Array>,
+    options?: CallOptions,
+  ): Promise<void> {
+    const sink = new UploadSink();
+    const serial = await this.openStream(proc, args, sink, options);
+    const signal = options?.signal;
+    const onAbort = (): void => {
+      sink.fail(new CallAbortedError(proc.name, false, { cause: signal?.reason }));
+      this.destroy(new LinkInterruptedError(`${this.host}: upload ${proc.name} was abandoned`));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const header: PacketHeader = {
+        prog: proc.program,
+        vers: proc.version,
+        proc: proc.proc,
+        type: MessageType.STREAM,
+        serial,
+        status: MessageStatus.CONTINUE,
+      };
+      for await (const chunk of source) {
+        for (let off = 0; off < chunk.length; off += STREAM_CHUNK_MAX) {
+          sink.throwIfFailed();
+          const part = chunk.subarray(off, Math.min(chunk.length, off + STREAM_CHUNK_MAX));
+          this.stream.cork();
+          this.stream.write(encodePrefix(header, part.length));
+          const ok = this.stream.write(part);
+          process.nextTick(() => this.stream.uncork());
+          if (!ok) await this.drained(sink);
+        }
+      }
+      sink.throwIfFailed();
+      this.write(encodePrefix({ ...header, status: MessageStatus.OK }, 0));
+      await sink.finished;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      this.streams.delete(serial);
+    }
+  }
+
+  /**
+   * Runs a @readstream procedure (StorageVolDownload) and yields the data. The link is paused
+   * while the consumer lags, so memory stays bounded. Ends with the finish handshake
+   * (go-libvirt skips it and leaves the daemon's stream open: LIBVIRT-RPC-FACTS §5).
+   */
+  async *download<A>(
+    proc: Procedure<A, unknown>,
+    args: A,
+    options?: CallOptions,
+  ): AsyncGenerator<Buffer, void, undefined> {
+    const sink = new DownloadSink(this.stream);
+    const serial = await this.openStream(proc, args, sink, options);
+    const signal = options?.signal;
+    const onAbort = (): void => {
+      sink.fail(new CallAbortedError(proc.name, false, { cause: signal?.reason }));
+      this.destroy(new LinkInterruptedError(`${this.host}: download ${proc.name} was abandoned`));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      for (;;) {
+        const chunk = await sink.next();
+        if (chunk === null) break;
+        yield chunk;
+      }
+      this.write(
+        encodePrefix(
+          {
+            prog: proc.program,
+            vers: proc.version,
+            proc: proc.proc,
+            type: MessageType.STREAM,
+            serial,
+            status: MessageStatus.OK,
+          },
+          0,
+        ),
+      );
+      await sink.finished;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      this.streams.delete(serial);
+      this.stream.resume();
+    }
+  }
+
+  /** Ends the link without a goodbye; every call still waiting fails with `reason`. */
+  destroy(reason?: Error): void {
+    if (this.down) return;
+    this.linkDown(reason ?? new LinkClosedError(`${this.host}: connection closed`));
+    this.stream.destroy();
+  }
+
+  /** Marks the link as closing on purpose, so the EOF after ConnectClose is not an error. */
+  expectClose(): void {
+    this.closing = true;
+  }
+
+  // ---- internals -------------------------------------------------------------------------
+
+  private takeSerial(): number {
+    const s = this.nextSerial;
+    this.nextSerial = s === 0xffffffff ? 1 : s + 1;
+    return s;
+  }
+
+  private begin(call: PendingCall, timeoutMs: number): void {
+    call.started = performance.now();
+    call.span = this.tracer.startSpan(`kvm2.${call.proc.name}`, {
+      attributes: { 'rpc.system': 'libvirt', 'rpc.method': call.proc.name, 'kvm2.host': this.host },
+    });
+    if (timeoutMs > 0 && Number.isFinite(timeoutMs)) {
+      call.timer = setTimeout(() => this.abandon(call, true), timeoutMs);
+    }
+    if (call.signal !== undefined) {
+      call.onAbort = () => this.abandon(call, false);
+      call.signal.addEventListener('abort', call.onAbort, { once: true });
+    }
+  }
+
+  private send(call: PendingCall): void {
+    call.sent = true;
+    this.pending.set(call.serial, call);
+    const frame = call.frame;
+    call.frame = undefined;
+    if (frame !== undefined) this.write(frame);
+  }
+
+  private write(frame: Buffer): void {
+    if (!this.down) this.stream.write(frame);
+  }
+
+  private abandon(call: PendingCall, timedOut: boolean): void {
+    const err = new CallAbortedError(call.proc.name, timedOut, {
+      cause: timedOut ? undefined : call.signal?.reason,
+    });
+    if (!call.sent) {
+      const i = this.queue.indexOf(call);
+      if (i >= 0) this.queue.splice(i, 1);
+      this.settle(call, err);
+      return;
+    }
+    this.pending.delete(call.serial);
+    this.settle(call, err);
+    this.destroy(
+      new LinkInterruptedError(
+        `${this.host}: link dropped because call ${call.proc.name} was abandoned`,
+        { cause: err },
+      ),
+    );
+  }
+
+  private settle(call: PendingCall, err: Error | undefined, value?: unknown): void {
+    if (call.timer !== undefined) clearTimeout(call.timer);
+    if (call.onAbort !== undefined) call.signal?.removeEventListener('abort', call.onAbort);
+    const ms = performance.now() - call.started;
+    if (err === undefined) {
+      call.span?.end();
+      call.resolve(value);
+    } else {
+      call.span?.recordException(err);
+      call.span?.setStatus({ code: SpanStatusCode.ERROR, message: err.message });
+      call.span?.end();
+      call.reject(err);
+    }
+    if (this.logger?.isLevelEnabled('debug') === true) {
+      this.logger.debug(
+        {
+          host: this.host,
+          procedure: call.proc.name,
+          durationMs: Math.round(ms * 1000) / 1000,
+          outcome: err === undefined ? 'ok' : ((err as { code?: string }).code ?? err.name),
+        },
+        'libvirt call',
+      );
+    }
+    if (call.sent && !this.down) this.pump();
+  }
+
+  private pump(): void {
+    while (this.pending.size < this.maxInFlight && this.queue.length > 0) {
+      const next = this.queue.shift();
+      if (next !== undefined) this.send(next);
+    }
+  }
+
+  private onFrame(h: PacketHeader, payload: Buffer): void {
+    if (h.prog === KEEPALIVE_PROGRAM) {
+      this.keepalive?.onMessage(h);
+      if (this.keepalive === undefined) Keepalive.answer(h, (f) => this.write(f));
+      return;
+    }
+    if (h.prog !== REMOTE_PROGRAM) return; // another program's events: not ours to handle
+    if (h.type === MessageType.REPLY) this.onReply(h, payload);
+    else if (h.type === MessageType.STREAM || h.type === MessageType.STREAM_HOLE) {
+      this.onStream(h, payload);
+    }
+    // type MESSAGE with serial 0 is an event; kvm2 registers for none.
+  }
+
+  private onReply(h: PacketHeader, payload: Buffer): void {
+    const call = this.pending.get(h.serial);
+    if (call === undefined) return; // a reply for a call already failed: never surfaces
+    this.pending.delete(h.serial);
+    if (call.proc.proc !== h.proc) {
+      this.settle(call, new ProtocolError(`reply for serial ${h.serial} names proc ${h.proc}`));
+      return;
+    }
+    if (h.status === MessageStatus.OK) {
+      let value: unknown;
+      try {
+        const r = new XdrReader(payload);
+        value = call.proc.decode(r);
+        r.expectEnd(`${call.proc.name} reply`);
+      } catch (err) {
+        this.settle(call, new ProtocolError(`${call.proc.name} reply: ${(err as Error).message}`));
+        return;
+      }
+      this.settle(call, undefined, value);
+    } else if (h.status === MessageStatus.ERROR) {
+      this.settle(call, this.decodeError(call.proc.name, payload));
+    } else {
+      this.settle(call, new ProtocolError(`reply with status ${h.status}`));
+    }
+  }
+
+  private onStream(h: PacketHeader, payload: Buffer): void {
+    const sink = this.streams.get(h.serial);
+    if (sink === undefined) return; // late packets after a stream ended are dropped (libvirt does too)
+    if (h.type === MessageType.STREAM_HOLE) {
+      sink.fail(
+        new ProtocolError('sparse stream hole received, but sparse streams were not asked for'),
+      );
+    } else if (h.status === MessageStatus.CONTINUE) sink.data(payload);
+    else if (h.status === MessageStatus.OK) sink.finish();
+    else sink.fail(this.decodeError(`stream of proc ${h.proc}`, payload));
+  }
+
+  private decodeError(procedure: string, payload: Buffer): Error {
+    try {
+      const e = decodeRemoteError(new XdrReader(payload));
+      return new LibvirtError(
+        e.message ?? `libvirt error ${e.code}`,
+        e.code,
+        e.domain,
+        e.level,
+        procedure,
+        e.int1,
+      );
+    } catch (err) {
+      return new ProtocolError(
+        `${procedure}: undecodable error payload: ${(err as Error).message}`,
+      );
+    }
+  }
+
+  private async openStream<A>(
+    proc: Procedure<A, unknown>,
+    args: A,
+    sink: StreamSink,
+    options?: CallOptions,
+  ): Promise<number> {
+    // The serial is registered before the call goes out: a stream error can follow the reply
+    // in the same read.
+    const serial = this.nextSerial;
+    this.streams.set(serial, sink);
+    try {
+      await this.call(proc, args, options);
+    } catch (err) {
+      this.streams.delete(serial);
+      throw err;
+    }
+    return serial;
+  }
+
+  private drained(sink: UploadSink): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const done = (err?: Error): void => {
+        this.stream.off('drain', onDrain);
+        sink.offFail(onFail);
+        if (err === undefined) resolve();
+        else reject(err);
+      };
+      const onDrain = (): void => done();
+      const onFail = (err: Error): void => done(err);
+      this.stream.on('drain', onDrain);
+      sink.onFail(onFail);
+    });
+  }
+
+  private downReason(procedure: string): Error {
+    return new LinkInterruptedError(`${this.host}: link is down, ${procedure} not sent`, {
+      cause: this.downError,
+    });
+  }
+
+  private linkDown(err: Error | undefined): void {
+    if (this.down) return;
+    this.down = true;
+    this.keepalive?.stop();
+    const reason =
+      err ??
+      (this.closing
+        ? new LinkClosedError(`${this.host}: connection closed`)
+        : new LinkInterruptedError(`${this.host}: libvirtd closed the connection`));
+    this.downError = reason;
+    const interrupted =
+      reason instanceof LinkInterruptedError || reason instanceof LinkClosedError
+        ? reason
+        : new LinkInterruptedError(`${this.host}: link failed: ${reason.message}`, {
+            cause: reason,
+          });
+    const calls = [...this.pending.values(), ...this.queue];
+    this.pending.clear();
+    this.queue.length = 0;
+    for (const call of calls) this.settle(call, interrupted);
+    for (const sink of this.streams.values()) sink.fail(interrupted);
+    this.streams.clear();
+    this.emit('close', this.closing ? undefined : reason);
+  }
+}
+
+/** Upload side: remembers a server error or the finish confirmation. */
+class UploadSink implements StreamSink {
+  private failure: Error | undefined;
+  private readonly failListeners = new Set<(e: Error) => void>();
+  private resolveFinished!: () => void;
+  private rejectFinished!: (e: Error) => void;
+  readonly finished: Promise<void>;
+
+  constructor() {
+    this.finished = new Promise<void>((res, rej) => {
+      this.resolveFinished = res;
+      this.rejectFinished = rej;
+    });
+    this.finished.catch(() => undefined); // observed through throwIfFailed or awaited later
+  }
+
+  data(): void {
+    this.fail(new ProtocolError('the daemon sent data on an upload stream'));
+  }
+
+  finish(): void {
+    if (this.failure === undefined) this.resolveFinished();
+  }
+
+  fail(err: Error): void {
+    if (this.failure !== undefined) return;
+    this.failure = err;
+    this.rejectFinished(err);
+    for (const l of this.failListeners) l(err);
+  }
+
+  onFail(l: (e: Error) => void): void {
+    this.failListeners.add(l);
+  }
+
+  offFail(l: (e: Error) => void): void {
+    this.failListeners.delete(l);
+  }
+
+  throwIfFailed(): void {
+    if (this.failure !== undefined) throw this.failure;
+  }
+}
+
+/** Download side: a bounded queue between the socket and the consumer. */
+class DownloadSink implements StreamSink {
+  private readonly chunks: Buffer[] = [];
+  private queued = 0;
+  private eof = false;
+  private failure: Error | undefined;
+  private waiter: (() => void) | undefined;
+  private resolveFinished!: () => void;
+  private rejectFinished!: (e: Error) => void;
+  readonly finished: Promise<void>;
+
+  constructor(private readonly link: Duplex) {
+    this.finished = new Promise<void>((res, rej) => {
+      this.resolveFinished = res;
+      this.rejectFinished = rej;
+    });
+    this.finished.catch(() => undefined);
+  }
+
+  data(payload: Buffer): void {
+    if (payload.length === 0)
+      this.eof = true; // an empty CONTINUE marks the end of data
+    else {
+      this.chunks.push(payload);
+      this.queued += payload.length;
+      if (this.queued > DOWNLOAD_HIGH_WATER) this.link.pause();
+    }
+    this.wake();
+  }
+
+  finish(): void {
+    this.eof = true;
+    this.resolveFinished();
+    this.wake();
+  }
+
+  fail(err: Error): void {
+    if (this.failure !== undefined) return;
+    this.failure = err;
+    this.rejectFinished(err);
+    this.wake();
+  }
+
+  async next(): Promise<Buffer | null> {
+    for (;;) {
+      const chunk = this.chunks.shift();
+      if (chunk !== undefined) {
+        this.queued -= chunk.length;
+        if (this.queued <= DOWNLOAD_HIGH_WATER / 2) this.link.resume();
+        return chunk;
+      }
+      if (this.failure !== undefined) throw this.failure;
+      if (this.eof) return null;
+      await new Promise<void>((res) => (this.waiter = res));
+    }
+  }
+
+  private wake(): void {
+    const w = this.waiter;
+    this.waiter = undefined;
+    w?.();
+  }
+}
