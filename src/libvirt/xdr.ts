@@ -2,7 +2,7 @@
 // char/short/bool take a full word, hypers are 8 bytes (bigint here: cpu time in ns and
 // capacities in bytes outgrow 2^53), optionals are a 4-byte bool then the value.
 
-const textDecoder = new TextDecoder('utf-8', { fatal: false });
+const textDecoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
 /** Raised by the decoder for input that does not fit the layout. Never thrown for valid data. */
 export class XdrError extends Error {
