@@ -19,8 +19,8 @@ PACKAGES=(
   iptables dnsmasq-base
   # test peers: OpenSSH server, Redis, libvirt's own C client for the benchmarks
   openssh-server openssh-client redis-server python3-libvirt
-  # independent readers of the seed ISO
-  genisoimage libarchive-tools
+  # independent readers of the seed ISO (and cloud-init's own parser of it)
+  genisoimage libarchive-tools cloud-init
   procps
 )
 
