@@ -69,11 +69,13 @@ interface StreamSink {
 
 class PendingCall {
   serial = 0;
-  timer: NodeJS.Timeout | undefined = undefined;
+  /** performance.now() past which the call is abandoned; Infinity for none. */
+  deadline = Infinity;
   span: Span | undefined = undefined;
   started = 0;
   onAbort: (() => void) | undefined = undefined;
   sent = false;
+  done = false;
   frame: Buffer | undefined = undefined;
 
   constructor(
@@ -95,7 +97,12 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
   private readonly queue: PendingCall[] = [];
   private readonly streams = new Map<number, StreamSink>();
   private keepalive: Keepalive | undefined;
+  // One timer for every call's budget, armed for the earliest deadline (a timer per call costs
+  // more than the rest of the call's bookkeeping together).
+  private deadlineTimer: NodeJS.Timeout | undefined;
+  private armedFor = Infinity;
   private nextSerial = 1;
+  private corked = false;
   private closing = false;
   private downError: Error | undefined;
   private down = false;
@@ -138,7 +145,7 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
     this.keepalive?.stop();
     this.keepalive = new Keepalive(options, {
       ping: (frame) => this.write(frame),
-      dead: (err) => this.destroy(err),
+      dead: (err) => this.destroy(new LinkInterruptedError(`${this.host}: ${err.message}`)),
     });
   }
 
@@ -295,12 +302,35 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
       attributes: { 'rpc.system': 'libvirt', 'rpc.method': call.proc.name, 'kvm2.host': this.host },
     });
     if (timeoutMs > 0 && Number.isFinite(timeoutMs)) {
-      call.timer = setTimeout(() => this.abandon(call, true), timeoutMs);
+      call.deadline = call.started + timeoutMs;
+      if (call.deadline < this.armedFor) this.armDeadline(call.deadline);
     }
     if (call.signal !== undefined) {
       call.onAbort = () => this.abandon(call, false);
       call.signal.addEventListener('abort', call.onAbort, { once: true });
     }
+  }
+
+  private armDeadline(at: number): void {
+    if (this.deadlineTimer !== undefined) clearTimeout(this.deadlineTimer);
+    this.armedFor = at;
+    this.deadlineTimer = setTimeout(() => this.expire(), Math.max(0, at - performance.now()) + 1);
+    this.deadlineTimer.unref();
+  }
+
+  // Abandons every call past its deadline, then re-arms for the earliest one left.
+  private expire(): void {
+    this.deadlineTimer = undefined;
+    this.armedFor = Infinity;
+    const now = performance.now();
+    for (const call of [...this.queue, ...this.pending.values()]) {
+      if (call.deadline <= now) this.abandon(call, true);
+    }
+    if (this.down) return;
+    let next = Infinity;
+    for (const call of this.pending.values()) next = Math.min(next, call.deadline);
+    for (const call of this.queue) next = Math.min(next, call.deadline);
+    if (next !== Infinity) this.armDeadline(next);
   }
 
   private send(call: PendingCall): void {
@@ -311,11 +341,25 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
     if (frame !== undefined) this.write(frame);
   }
 
+  // Frames written in one tick leave in one writev (replies often arrive in batches, and each
+  // one releases a queued call).
   private write(frame: Buffer): void {
-    if (!this.down) this.stream.write(frame);
+    if (this.down) return;
+    if (!this.corked) {
+      this.corked = true;
+      this.stream.cork();
+      process.nextTick(this.uncork);
+    }
+    this.stream.write(frame);
   }
 
+  private readonly uncork = (): void => {
+    this.corked = false;
+    this.stream.uncork();
+  };
+
   private abandon(call: PendingCall, timedOut: boolean): void {
+    if (call.done) return;
     const err = new CallAbortedError(call.proc.name, timedOut, {
       cause: timedOut ? undefined : call.signal?.reason,
     });
@@ -336,7 +380,8 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
   }
 
   private settle(call: PendingCall, err: Error | undefined, value?: unknown): void {
-    if (call.timer !== undefined) clearTimeout(call.timer);
+    if (call.done) return;
+    call.done = true;
     if (call.onAbort !== undefined) call.signal?.removeEventListener('abort', call.onAbort);
     const ms = performance.now() - call.started;
     if (err === undefined) {
@@ -483,6 +528,7 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
     if (this.down) return;
     this.down = true;
     this.keepalive?.stop();
+    if (this.deadlineTimer !== undefined) clearTimeout(this.deadlineTimer);
     const reason =
       err ??
       (this.closing

@@ -2,8 +2,6 @@
 // char/short/bool take a full word, hypers are 8 bytes (bigint here: cpu time in ns and
 // capacities in bytes outgrow 2^53), optionals are a 4-byte bool then the value.
 
-const textDecoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
-
 /** Raised by the decoder for input that does not fit the layout. Never thrown for valid data. */
 export class XdrError extends Error {
   readonly code = 'ERR_XDR_DECODE';
@@ -19,13 +17,13 @@ function pad4(n: number): number {
  * header) so one buffer carries the whole frame and nothing is copied before the socket write.
  */
 export class XdrWriter {
+  // Buffer's own read/write methods rather than a DataView: no extra object per packet, and
+  // V8 inlines them. Small buffers come from Node's shared pool.
   private buf: Buffer;
-  private view: DataView;
   offset: number;
 
   constructor(initialSize = 256, reserved = 0) {
     this.buf = Buffer.allocUnsafe(Math.max(initialSize, reserved + 16));
-    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
     this.offset = reserved;
   }
 
@@ -37,30 +35,29 @@ export class XdrWriter {
     const next = Buffer.allocUnsafe(size);
     this.buf.copy(next, 0, 0, this.offset);
     this.buf = next;
-    this.view = new DataView(next.buffer, next.byteOffset, next.byteLength);
   }
 
   int(v: number): void {
     this.ensure(4);
-    this.view.setInt32(this.offset, v);
+    this.buf.writeInt32BE(v, this.offset);
     this.offset += 4;
   }
 
   uint(v: number): void {
     this.ensure(4);
-    this.view.setUint32(this.offset, v);
+    this.buf.writeUInt32BE(v, this.offset);
     this.offset += 4;
   }
 
   hyper(v: bigint): void {
     this.ensure(8);
-    this.view.setBigInt64(this.offset, v);
+    this.buf.writeBigInt64BE(v, this.offset);
     this.offset += 8;
   }
 
   uhyper(v: bigint): void {
     this.ensure(8);
-    this.view.setBigUint64(this.offset, v);
+    this.buf.writeBigUInt64BE(v, this.offset);
     this.offset += 8;
   }
 
@@ -70,13 +67,13 @@ export class XdrWriter {
 
   double(v: number): void {
     this.ensure(8);
-    this.view.setFloat64(this.offset, v);
+    this.buf.writeDoubleBE(v, this.offset);
     this.offset += 8;
   }
 
   float(v: number): void {
     this.ensure(4);
-    this.view.setFloat32(this.offset, v);
+    this.buf.writeFloatBE(v, this.offset);
     this.offset += 4;
   }
 
@@ -85,7 +82,7 @@ export class XdrWriter {
     const len = Buffer.byteLength(v, 'utf8');
     if (len > max) throw new RangeError(`XDR string of ${len} bytes exceeds its limit of ${max}`);
     this.ensure(4 + len + 3);
-    this.view.setUint32(this.offset, len);
+    this.buf.writeUInt32BE(len, this.offset);
     this.offset += 4;
     this.buf.write(v, this.offset, len, 'utf8');
     this.offset += len;
@@ -120,11 +117,11 @@ export class XdrWriter {
   }
 
   setUint32At(at: number, v: number): void {
-    this.view.setUint32(at, v);
+    this.buf.writeUInt32BE(v, at);
   }
 
   setInt32At(at: number, v: number): void {
-    this.view.setInt32(at, v);
+    this.buf.writeInt32BE(v, at);
   }
 
   /** The bytes written so far (a view, not a copy). */
@@ -135,7 +132,6 @@ export class XdrWriter {
 
 /** Reads XDR items from a buffer slice; every read checks the bytes left first. */
 export class XdrReader {
-  private readonly view: DataView;
   offset: number;
   readonly end: number;
 
@@ -144,7 +140,6 @@ export class XdrReader {
     start = 0,
     end = buf.length,
   ) {
-    this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
     this.offset = start;
     this.end = end;
   }
@@ -163,28 +158,28 @@ export class XdrReader {
 
   int(): number {
     this.need(4, 'int');
-    const v = this.view.getInt32(this.offset);
+    const v = this.buf.readInt32BE(this.offset);
     this.offset += 4;
     return v;
   }
 
   uint(): number {
     this.need(4, 'unsigned int');
-    const v = this.view.getUint32(this.offset);
+    const v = this.buf.readUInt32BE(this.offset);
     this.offset += 4;
     return v;
   }
 
   hyper(): bigint {
     this.need(8, 'hyper');
-    const v = this.view.getBigInt64(this.offset);
+    const v = this.buf.readBigInt64BE(this.offset);
     this.offset += 8;
     return v;
   }
 
   uhyper(): bigint {
     this.need(8, 'unsigned hyper');
-    const v = this.view.getBigUint64(this.offset);
+    const v = this.buf.readBigUInt64BE(this.offset);
     this.offset += 8;
     return v;
   }
@@ -196,14 +191,14 @@ export class XdrReader {
 
   double(): number {
     this.need(8, 'double');
-    const v = this.view.getFloat64(this.offset);
+    const v = this.buf.readDoubleBE(this.offset);
     this.offset += 8;
     return v;
   }
 
   float(): number {
     this.need(4, 'float');
-    const v = this.view.getFloat32(this.offset);
+    const v = this.buf.readFloatBE(this.offset);
     this.offset += 4;
     return v;
   }
@@ -212,7 +207,9 @@ export class XdrReader {
     const len = this.uint();
     if (len > max) throw new XdrError(`XDR string of ${len} bytes exceeds its limit of ${max}`);
     this.need(len + pad4(len), 'string bytes');
-    const s = textDecoder.decode(this.buf.subarray(this.offset, this.offset + len));
+    // Buffer#toString keeps a leading U+FEFF (TextDecoder would drop it) and replaces invalid
+    // UTF-8 with U+FFFD, as libvirt's C strings may hold any bytes.
+    const s = this.buf.toString('utf8', this.offset, this.offset + len);
     this.offset += len + pad4(len);
     return s;
   }
