@@ -24,7 +24,6 @@ import {
   FrameDecoder,
   MessageStatus,
   MessageType,
-  STREAM_CHUNK_MAX,
   encodePrefix,
   packetWriter,
   sealPacket,
@@ -32,6 +31,7 @@ import {
 } from './packet.js';
 import type { Procedure } from './procedure.js';
 import { KEEPALIVE_PROGRAM, REMOTE_PROGRAM, decodeRemoteError } from './protocol.gen.js';
+import { DownloadSink, UploadPacketizer, UploadSink, type StreamSink } from './streams.js';
 import { XdrReader } from './xdr.js';
 
 export interface RpcClientOptions {
@@ -56,16 +56,10 @@ export interface CallOptions {
 }
 
 const DEFAULTS = Object.freeze({ maxInFlight: 4, callTimeoutMs: 60_000 });
-const DOWNLOAD_HIGH_WATER = 4 * 1024 * 1024;
+/** Upload data queued in the socket before we wait for it to drain. */
+const UPLOAD_BUFFER_BYTES = 1024 * 1024;
 
 type AnyProcedure = Procedure<any, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-interface StreamSink {
-  data(payload: Buffer): void;
-  /** The server's STREAM/OK (finish confirmation). */
-  finish(): void;
-  fail(err: Error): void;
-}
 
 class PendingCall {
   serial = 0;
@@ -211,17 +205,22 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
         serial,
         status: MessageStatus.CONTINUE,
       };
-      for await (const chunk of source) {
-        for (let off = 0; off < chunk.length; off += STREAM_CHUNK_MAX) {
-          sink.throwIfFailed();
-          const part = chunk.subarray(off, Math.min(chunk.length, off + STREAM_CHUNK_MAX));
+      const packets = new UploadPacketizer(header, (frames) => {
+        if (frames.length === 1) this.stream.write(frames[0]);
+        else {
           this.stream.cork();
-          this.stream.write(encodePrefix(header, part.length));
-          const ok = this.stream.write(part);
-          process.nextTick(() => this.stream.uncork());
-          if (!ok) await this.drained(sink);
+          for (const f of frames) this.stream.write(f);
+          this.stream.uncork();
         }
+      });
+      for await (const chunk of source) {
+        sink.throwIfFailed();
+        packets.push(chunk);
+        // Socket back-pressure with a little slack: waiting for a full drain after every
+        // packet would leave the daemon idle between packets.
+        if (this.stream.writableLength > UPLOAD_BUFFER_BYTES) await this.drained(sink);
       }
+      packets.flush();
       sink.throwIfFailed();
       this.write(encodePrefix({ ...header, status: MessageStatus.OK }, 0));
       await sink.finished;
@@ -548,113 +547,5 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
     for (const sink of this.streams.values()) sink.fail(interrupted);
     this.streams.clear();
     this.emit('close', this.closing ? undefined : reason);
-  }
-}
-
-/** Upload side: remembers a server error or the finish confirmation. */
-class UploadSink implements StreamSink {
-  private failure: Error | undefined;
-  private readonly failListeners = new Set<(e: Error) => void>();
-  private resolveFinished!: () => void;
-  private rejectFinished!: (e: Error) => void;
-  readonly finished: Promise<void>;
-
-  constructor() {
-    this.finished = new Promise<void>((res, rej) => {
-      this.resolveFinished = res;
-      this.rejectFinished = rej;
-    });
-    this.finished.catch(() => undefined); // observed through throwIfFailed or awaited later
-  }
-
-  data(): void {
-    this.fail(new ProtocolError('the daemon sent data on an upload stream'));
-  }
-
-  finish(): void {
-    if (this.failure === undefined) this.resolveFinished();
-  }
-
-  fail(err: Error): void {
-    if (this.failure !== undefined) return;
-    this.failure = err;
-    this.rejectFinished(err);
-    for (const l of this.failListeners) l(err);
-  }
-
-  onFail(l: (e: Error) => void): void {
-    this.failListeners.add(l);
-  }
-
-  offFail(l: (e: Error) => void): void {
-    this.failListeners.delete(l);
-  }
-
-  throwIfFailed(): void {
-    if (this.failure !== undefined) throw this.failure;
-  }
-}
-
-/** Download side: a bounded queue between the socket and the consumer. */
-class DownloadSink implements StreamSink {
-  private readonly chunks: Buffer[] = [];
-  private queued = 0;
-  private eof = false;
-  private failure: Error | undefined;
-  private waiter: (() => void) | undefined;
-  private resolveFinished!: () => void;
-  private rejectFinished!: (e: Error) => void;
-  readonly finished: Promise<void>;
-
-  constructor(private readonly link: Duplex) {
-    this.finished = new Promise<void>((res, rej) => {
-      this.resolveFinished = res;
-      this.rejectFinished = rej;
-    });
-    this.finished.catch(() => undefined);
-  }
-
-  data(payload: Buffer): void {
-    if (payload.length === 0)
-      this.eof = true; // an empty CONTINUE marks the end of data
-    else {
-      this.chunks.push(payload);
-      this.queued += payload.length;
-      if (this.queued > DOWNLOAD_HIGH_WATER) this.link.pause();
-    }
-    this.wake();
-  }
-
-  finish(): void {
-    this.eof = true;
-    this.resolveFinished();
-    this.wake();
-  }
-
-  fail(err: Error): void {
-    if (this.failure !== undefined) return;
-    this.failure = err;
-    this.rejectFinished(err);
-    this.wake();
-  }
-
-  async next(): Promise<Buffer | null> {
-    for (;;) {
-      const chunk = this.chunks.shift();
-      if (chunk !== undefined) {
-        this.queued -= chunk.length;
-        if (this.queued <= DOWNLOAD_HIGH_WATER / 2) this.link.resume();
-        return chunk;
-      }
-      if (this.failure !== undefined) throw this.failure;
-      if (this.eof) return null;
-      await new Promise<void>((res) => (this.waiter = res));
-    }
-  }
-
-  private wake(): void {
-    const w = this.waiter;
-    this.waiter = undefined;
-    w?.();
   }
 }

@@ -1,23 +1,25 @@
-// One upload through our client in a process of its own, so its peak RSS is ours alone.
-// usage: upload-child.ts URI POOL VOLUME FILE  -> {"seconds": S, "peakRssMiB": M}
+// One upload through our client in a process of its own (plain node on the compiled client,
+// no TypeScript loader), so its peak RSS is ours alone.
+// usage: node upload-child.mjs URI POOL VOLUME FILE  -> {"seconds": S, "peakRssMiB": M}
 import fs from 'node:fs';
-import { LibvirtConnection } from '../../src/libvirt/connection.js';
+import { LibvirtConnection } from '../../dist/src/libvirt/connection.js';
 import {
   StoragePoolLookupByName,
   StorageVolLookupByName,
   StorageVolUpload,
-} from '../../src/libvirt/protocol.gen.js';
-import { parseLibvirtUri } from '../../src/libvirt/uri.js';
+} from '../../dist/src/libvirt/protocol.gen.js';
+import { parseLibvirtUri } from '../../dist/src/libvirt/uri.js';
 
-const [uri, poolName, volName, file] = process.argv.slice(2) as [string, string, string, string];
+const [uri, poolName, volName, file] = process.argv.slice(2);
 const conn = await LibvirtConnection.connect(parseLibvirtUri(uri), { host: 'bench' });
 const { pool } = await conn.call(StoragePoolLookupByName, { name: poolName });
 const { vol } = await conn.call(StorageVolLookupByName, { pool, name: volName });
 const t0 = performance.now();
+// 1 MiB reads by default (virsh reads 256 KiB at a time); READ_CHUNK=65536 mimics an HTTP body.
 await conn.upload(
   StorageVolUpload,
   { vol, offset: 0n, length: 0n, flags: 0 },
-  fs.createReadStream(file, { highWaterMark: 1 << 20 }),
+  fs.createReadStream(file, { highWaterMark: Number(process.env.READ_CHUNK ?? 1 << 20) }),
 );
 const seconds = (performance.now() - t0) / 1000;
 await conn.close();

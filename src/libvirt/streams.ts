@@ -1,0 +1,170 @@
+// Stream plumbing for StorageVolUpload / StorageVolDownload (LIBVIRT-RPC-FACTS §5):
+//   upload:   CALL, REPLY, STREAM/CONTINUE <raw bytes>..., our STREAM/OK, the daemon's STREAM/OK
+//   download: CALL, REPLY, STREAM/CONTINUE <raw bytes>..., empty CONTINUE (end of data),
+//             our STREAM/OK, the daemon's STREAM/OK
+// A STREAM/ERROR from the daemon carries a remote_error and may come at any time.
+import type { Duplex } from 'node:stream';
+import { ProtocolError } from './errors.js';
+import { PREFIX_SIZE, STREAM_CHUNK_MAX, encodePrefix, type PacketHeader } from './packet.js';
+
+/** The engine's side of a stream: what it does with the daemon's stream packets. */
+export interface StreamSink {
+  data(payload: Buffer): void;
+  /** The daemon's STREAM/OK (finish confirmation). */
+  finish(): void;
+  fail(err: Error): void;
+}
+
+const DOWNLOAD_HIGH_WATER = 4 * 1024 * 1024;
+
+/**
+ * Cuts upload data into STREAM/CONTINUE packets of 262,120 bytes, the size every libvirt
+ * accepts. A source chunk that holds a whole packet goes out without a copy (prefix + slice);
+ * smaller chunks (an HTTP body arrives in ~64 KiB pieces) are gathered into one packet, since
+ * the daemon pays per packet.
+ */
+export class UploadPacketizer {
+  private packet: Buffer | undefined;
+  private fill = 0;
+
+  constructor(
+    private readonly header: PacketHeader,
+    private readonly emit: (frames: Buffer[]) => void,
+  ) {}
+
+  push(chunk: Uint8Array): void {
+    let off = 0;
+    while (off < chunk.length) {
+      if (this.fill === 0 && chunk.length - off >= STREAM_CHUNK_MAX) {
+        const part = chunk.subarray(off, off + STREAM_CHUNK_MAX);
+        this.emit([encodePrefix(this.header, part.length), part as Buffer]);
+        off += STREAM_CHUNK_MAX;
+        continue;
+      }
+      this.packet ??= Buffer.allocUnsafe(PREFIX_SIZE + STREAM_CHUNK_MAX);
+      const n = Math.min(STREAM_CHUNK_MAX - this.fill, chunk.length - off);
+      this.packet.set(chunk.subarray(off, off + n), PREFIX_SIZE + this.fill);
+      this.fill += n;
+      off += n;
+      if (this.fill === STREAM_CHUNK_MAX) this.flush();
+    }
+  }
+
+  /** Sends what is gathered, if anything. */
+  flush(): void {
+    if (this.packet === undefined || this.fill === 0) return;
+    encodePrefix(this.header, this.fill).copy(this.packet, 0);
+    const frame = this.packet.subarray(0, PREFIX_SIZE + this.fill);
+    this.packet = undefined;
+    this.fill = 0;
+    this.emit([frame]);
+  }
+}
+
+/** Upload side: remembers a server error or the finish confirmation. */
+export class UploadSink implements StreamSink {
+  private failure: Error | undefined;
+  private readonly failListeners = new Set<(e: Error) => void>();
+  private resolveFinished!: () => void;
+  private rejectFinished!: (e: Error) => void;
+  readonly finished: Promise<void>;
+
+  constructor() {
+    this.finished = new Promise<void>((res, rej) => {
+      this.resolveFinished = res;
+      this.rejectFinished = rej;
+    });
+    this.finished.catch(() => undefined); // observed through throwIfFailed or awaited later
+  }
+
+  data(): void {
+    this.fail(new ProtocolError('the daemon sent data on an upload stream'));
+  }
+
+  finish(): void {
+    if (this.failure === undefined) this.resolveFinished();
+  }
+
+  fail(err: Error): void {
+    if (this.failure !== undefined) return;
+    this.failure = err;
+    this.rejectFinished(err);
+    for (const l of this.failListeners) l(err);
+  }
+
+  onFail(l: (e: Error) => void): void {
+    this.failListeners.add(l);
+  }
+
+  offFail(l: (e: Error) => void): void {
+    this.failListeners.delete(l);
+  }
+
+  throwIfFailed(): void {
+    if (this.failure !== undefined) throw this.failure;
+  }
+}
+
+/** Download side: a bounded queue between the socket and the consumer. */
+export class DownloadSink implements StreamSink {
+  private readonly chunks: Buffer[] = [];
+  private queued = 0;
+  private eof = false;
+  private failure: Error | undefined;
+  private waiter: (() => void) | undefined;
+  private resolveFinished!: () => void;
+  private rejectFinished!: (e: Error) => void;
+  readonly finished: Promise<void>;
+
+  constructor(private readonly link: Duplex) {
+    this.finished = new Promise<void>((res, rej) => {
+      this.resolveFinished = res;
+      this.rejectFinished = rej;
+    });
+    this.finished.catch(() => undefined);
+  }
+
+  data(payload: Buffer): void {
+    if (payload.length === 0)
+      this.eof = true; // an empty CONTINUE marks the end of data
+    else {
+      this.chunks.push(payload);
+      this.queued += payload.length;
+      if (this.queued > DOWNLOAD_HIGH_WATER) this.link.pause();
+    }
+    this.wake();
+  }
+
+  finish(): void {
+    this.eof = true;
+    this.resolveFinished();
+    this.wake();
+  }
+
+  fail(err: Error): void {
+    if (this.failure !== undefined) return;
+    this.failure = err;
+    this.rejectFinished(err);
+    this.wake();
+  }
+
+  async next(): Promise<Buffer | null> {
+    for (;;) {
+      const chunk = this.chunks.shift();
+      if (chunk !== undefined) {
+        this.queued -= chunk.length;
+        if (this.queued <= DOWNLOAD_HIGH_WATER / 2) this.link.resume();
+        return chunk;
+      }
+      if (this.failure !== undefined) throw this.failure;
+      if (this.eof) return null;
+      await new Promise<void>((res) => (this.waiter = res));
+    }
+  }
+
+  private wake(): void {
+    const w = this.waiter;
+    this.waiter = undefined;
+    w?.();
+  }
+}
