@@ -72,11 +72,13 @@ if ! virsh -q pool-info default >/dev/null 2>&1; then
   log "defining pool default at /var/lib/libvirt/images"
   virsh -q pool-define-as default dir --target /var/lib/libvirt/images >/dev/null
 fi
-virsh -q pool-info default | grep -q 'State: *running' || virsh -q pool-start default >/dev/null
+# (No `virsh … | grep -q`: under pipefail, grep's early exit fails the pipeline.)
+pool_state=$(virsh -q pool-info default | awk '/^State:/ {print $2}')
+[ "$pool_state" = running ] || virsh -q pool-start default >/dev/null
 virsh -q pool-autostart default >/dev/null 2>&1 || true
 
 if [ -f package-lock.json ]; then
   log "npm ci"
   npm ci --no-audit --no-fund --loglevel=error
 fi
-log "ready: libvirtd $(virsh -c qemu:///system version | awk '/library/{print $NF}'), redis $(redis-cli -p 6379 info server | awk -F: '/redis_version/{print $2}' | tr -d '\r')"
+log "ready: libvirt $(virsh -c qemu:///system version | awk '/Using library/ {print $NF}'), redis $(redis-cli -p 6379 info server | awk -F: '/redis_version/ {print $2}' | tr -d '\r')"
