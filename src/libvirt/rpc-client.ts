@@ -217,8 +217,10 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
         sink.throwIfFailed();
         packets.push(chunk);
         // Socket back-pressure with a little slack: waiting for a full drain after every
-        // packet would leave the daemon idle between packets.
-        if (this.stream.writableLength > UPLOAD_BUFFER_BYTES) await this.drained(sink);
+        // packet would leave the daemon idle between packets. 'drain' comes only after a
+        // write was refused (an SSH channel accepts up to 2 MiB before it refuses).
+        const { writableNeedDrain, writableLength } = this.stream;
+        if (writableNeedDrain && writableLength > UPLOAD_BUFFER_BYTES) await this.drained(sink);
       }
       packets.flush();
       sink.throwIfFailed();

@@ -70,6 +70,8 @@ it('records a span per call under the operation span, and a debug line per call'
   const lookup = calls.find((l) => l.procedure === 'DomainLookupByName');
   expect(lookup).toMatchObject({ host: 'local', outcome: 'ERR_LIBVIRT', level: 20 });
   expect(typeof lookup!.durationMs).toBe('number');
-  expect(calls.find((l) => l.procedure === 'ConnectGetLibVersion')).toMatchObject({ outcome: 'ok' });
+  expect(calls.find((l) => l.procedure === 'ConnectGetLibVersion')).toMatchObject({
+    outcome: 'ok',
+  });
   expect(trace.getActiveSpan()).toBeUndefined();
 });
