@@ -1,6 +1,7 @@
 // libvirt's virErrorNumber values kvm2 names (include/libvirt/virterror.h, 9.0.0) and the
-// kind each maps to. The full classification table, with Node and HTTP rows, is docs/errors.md.
+// kind of each, read from the one classification table (src/error-table.ts, docs/errors.md).
 import type { ErrorKind } from '../error-kind.js';
+import { ERROR_TABLE, type LibvirtRow } from '../error-table.js';
 
 export const VirErr = {
   OK: 0,
@@ -26,13 +27,17 @@ export const VirErr = {
   NO_STORAGE_POOL: 49,
   NO_STORAGE_VOL: 50,
   OPERATION_INVALID: 55,
+  NO_SECRET: 66,
   CONFIG_UNSUPPORTED: 67,
   OPERATION_TIMEOUT: 68,
+  NO_DOMAIN_SNAPSHOT: 72,
   INVALID_STREAM: 73,
   ARGUMENT_UNSUPPORTED: 74,
+  STORAGE_POOL_BUILT: 76,
   OPERATION_ABORTED: 78,
   AUTH_CANCELLED: 79,
   NO_DOMAIN_METADATA: 80,
+  OVERFLOW: 82,
   OPERATION_UNSUPPORTED: 84,
   AGENT_UNRESPONSIVE: 86,
   RESOURCE_BUSY: 87,
@@ -40,29 +45,25 @@ export const VirErr = {
   STORAGE_VOL_EXIST: 90,
   XML_INVALID_SCHEMA: 92,
   AUTH_UNAVAILABLE: 94,
+  MULTIPLE_DOMAINS: 110,
 } as const;
 
-const kinds = new Map<number, ErrorKind>([
-  [VirErr.NO_DOMAIN, 'not_found'],
-  [VirErr.NO_STORAGE_VOL, 'not_found'],
-  [VirErr.NO_STORAGE_POOL, 'not_found'],
-  [VirErr.NO_NETWORK, 'not_found'],
-  [VirErr.NO_DOMAIN_METADATA, 'not_found'],
-  // The link or the daemon is busy or going away: another attempt may well succeed.
-  [VirErr.NO_CONNECT, 'transient'],
-  [VirErr.INVALID_CONN, 'transient'],
-  [VirErr.RPC, 'transient'],
-  [VirErr.OPERATION_TIMEOUT, 'transient'],
-  [VirErr.AGENT_UNRESPONSIVE, 'transient'],
-  [VirErr.RESOURCE_BUSY, 'transient'],
-  [VirErr.OPERATION_ABORTED, 'transient'],
-  [VirErr.NO_MEMORY, 'transient'],
-  [VirErr.SYSTEM_ERROR, 'transient'],
-  [VirErr.INTERNAL_ERROR, 'transient'],
-  [VirErr.OPERATION_FAILED, 'transient'],
-]);
+const libvirtRows = ERROR_TABLE.filter((r): r is LibvirtRow => r.source === 'libvirt');
 
-/** Kind of a libvirt error code. Codes not listed are permanent: retrying cannot fix them. */
-export function libvirtErrorKind(code: number): ErrorKind {
-  return kinds.get(code) ?? 'permanent';
+/** The row for a libvirt error: the code with its int1 first, then the code alone, then '*'. */
+export function libvirtErrorRow(code: number, int1?: number): LibvirtRow | undefined {
+  return (
+    libvirtRows.find((r) => r.match === code && r.int1 !== undefined && r.int1 === int1) ??
+    libvirtRows.find((r) => r.match === code && r.int1 === undefined) ??
+    libvirtRows.find((r) => r.match === '*')
+  );
+}
+
+/**
+ * Kind of a libvirt error, from the libvirt rows of src/error-table.ts. `int1` is the errno
+ * libvirt sends with SYSTEM_ERROR (28 ENOSPC is quota_exceeded). A code no row names is
+ * permanent: the daemon gave a definite answer, and the same call would get it again.
+ */
+export function libvirtErrorKind(code: number, int1?: number): ErrorKind {
+  return libvirtErrorRow(code, int1)?.kind ?? 'permanent';
 }

@@ -1,6 +1,7 @@
 // Every failure of the libvirt layer, one class per family, each with a stable `code` and a
 // `kind`. Modelled on undici's errors.js: callers branch on `code`/`kind`, never on text.
 import type { ErrorKind } from '../error-kind.js';
+import { dialErrorKind } from '../classify.js';
 import { libvirtErrorKind } from './error-codes.js';
 
 /** An error the daemon sent (`remote_error`), with libvirt's own numbers kept. */
@@ -21,7 +22,7 @@ export class LibvirtError extends Error {
     readonly int1 = -1,
   ) {
     super(message);
-    this.kind = libvirtErrorKind(libvirtCode);
+    this.kind = libvirtErrorKind(libvirtCode, int1);
   }
 }
 
@@ -40,8 +41,6 @@ export type DialReason =
   | 'timeout'
   | 'aborted';
 
-const permanentStages: ReadonlySet<DialStage> = new Set(['hostkey', 'auth']);
-
 export class DialError extends Error {
   readonly code = 'ERR_LIBVIRT_DIAL';
   override name = 'DialError';
@@ -55,7 +54,8 @@ export class DialError extends Error {
     options?: { cause?: unknown; kind?: ErrorKind },
   ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
-    this.kind = options?.kind ?? (permanentStages.has(stage) ? 'permanent' : 'transient');
+    // From the classification table, so a timeout at the hostkey stage stays transient.
+    this.kind = options?.kind ?? dialErrorKind(stage, reason) ?? 'transient';
   }
 }
 

@@ -1,0 +1,335 @@
+import { readFile } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
+import { classifyError, dialErrorKind, httpStatusKind, nodeErrorKind } from '../../src/classify.js';
+import type { ErrorKind } from '../../src/error-kind.js';
+import { ERROR_TABLE, type ErrorTableRow } from '../../src/error-table.js';
+import { VirErr, libvirtErrorKind } from '../../src/libvirt/error-codes.js';
+import {
+  CallAbortedError,
+  DialError,
+  InvalidArgumentError,
+  LibvirtError,
+  LinkClosedError,
+  LinkInterruptedError,
+  ProtocolError,
+  type DialReason,
+  type DialStage,
+} from '../../src/libvirt/errors.js';
+import { HostTable } from '../../src/libvirt/host-table.js';
+import { parseLibvirtUri } from '../../src/libvirt/uri.js';
+import { parseConfig } from '../../src/provider/config/load.js';
+import { parseInstanceId } from '../../src/provider/ids.js';
+
+/** How docs/errors.md writes a row's match. */
+function matchLabel(row: ErrorTableRow): string {
+  if (row.source === 'libvirt') {
+    if (row.match === '*') return 'any other code';
+    return `${row.match} ${row.name}${row.int1 === undefined ? '' : `, int1 ${row.int1}`}`;
+  }
+  if (row.source === 'js' && row.match === '*') return 'anything else';
+  return String(row.match);
+}
+
+/** The cells of the first markdown table after `heading`. */
+function markdownTable(markdown: string, heading: string): string[][] {
+  const lines = markdown.split('\n');
+  const start = lines.indexOf(heading);
+  expect(start, `${heading} in the document`).toBeGreaterThanOrEqual(0);
+  const rows: string[][] = [];
+  for (const line of lines.slice(start + 1)) {
+    if (!line.startsWith('|')) {
+      if (rows.length > 0) break;
+      continue;
+    }
+    rows.push(
+      line
+        .slice(1, -1)
+        .split(/(?<!\\)\|/)
+        .map((cell) => cell.trim().replace(/\\\|/g, '|')),
+    );
+  }
+  return rows.slice(2); // header and separator
+}
+
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a throw');
+}
+
+/** A Node.js system error as net, dns or fs raise it. */
+function systemError(code: string, message: string, syscall = 'connect'): Error {
+  return Object.assign(new Error(message), { code, errno: -1, syscall });
+}
+
+/** What undici's fetch throws: a TypeError whose cause has the code. */
+function fetchFailed(code: string, message: string): Error {
+  return new TypeError('fetch failed', { cause: Object.assign(new Error(message), { code }) });
+}
+
+const libvirtDomain: Partial<Record<number, number>> = { 42: 10, 49: 18, 50: 18, 90: 18, 39: 7 };
+
+function libvirtError(row: Extract<ErrorTableRow, { source: 'libvirt' }>): LibvirtError {
+  const code = row.match === '*' ? 9999 : row.match;
+  return new LibvirtError(
+    `libvirt error ${code}`,
+    code,
+    libvirtDomain[code] ?? 20,
+    2,
+    'DomainLookupByName',
+    row.int1 ?? -1,
+  );
+}
+
+// Each dial row's error as the transports build it (src/libvirt/transport/*.ts, connection.ts).
+const dialErrors: Record<string, () => DialError> = {
+  resolve: () =>
+    new DialError('ssh hv1.internal:22: cannot resolve', 'resolve', 'hv1.internal', 'unreachable', {
+      cause: systemError('ENOTFOUND', 'getaddrinfo ENOTFOUND hv1.internal', 'getaddrinfo'),
+    }),
+  tcp: () =>
+    new DialError('ssh hv1:22: cannot connect', 'tcp', 'hv1', 'unreachable', {
+      cause: systemError('ECONNREFUSED', 'connect ECONNREFUSED 10.0.0.1:22'),
+    }),
+  handshake: () =>
+    new DialError('ssh hv1:22: handshake failed', 'handshake', 'hv1', 'protocol_error', {
+      cause: new Error('Connection lost before handshake'),
+    }),
+  'hostkey/host_key_unknown': () =>
+    new DialError('ssh hv1:22: host key not in known_hosts', 'hostkey', 'hv1', 'host_key_unknown'),
+  'hostkey/host_key_mismatch': () =>
+    new DialError('ssh hv1:22: HOST KEY CHANGED', 'hostkey', 'hv1', 'host_key_mismatch'),
+  hostkey: () => new DialError('ssh hv1:22: host key refused', 'hostkey', 'hv1', 'protocol_error'),
+  auth: () =>
+    new DialError('ssh hv1:22: authentication refused', 'auth', 'hv1', 'auth_failed', {
+      cause: Object.assign(new Error('All configured authentication methods failed'), {
+        level: 'client-authentication',
+      }),
+    }),
+  forward: () =>
+    new DialError(
+      'ssh hv1:22: cannot open /var/run/libvirt/libvirt-sock on the host (connect failed)',
+      'forward',
+      'hv1',
+      'socket_unavailable',
+      { cause: Object.assign(new Error('(SSH) Channel open failure: open failed'), { reason: 2 }) },
+    ),
+  socket: () =>
+    new DialError('unix /run/x: cannot connect (ENOENT)', 'socket', 'local', 'socket_unavailable', {
+      cause: systemError('ENOENT', 'connect ENOENT /run/x'),
+    }),
+  'open/auth_failed': () =>
+    new DialError(
+      'hv1: opening libvirt failed: authentication failed',
+      'open',
+      'hv1',
+      'auth_failed',
+      {
+        cause: new LibvirtError('authentication failed', VirErr.AUTH_FAILED, 46, 2, 'ConnectOpen'),
+        kind: 'permanent',
+      },
+    ),
+  open: () =>
+    new DialError('hv1: opening libvirt failed: bad frame', 'open', 'hv1', 'protocol_error', {
+      cause: new ProtocolError('bad frame'),
+    }),
+  '*/timeout': () =>
+    new DialError('ssh hv1:22: no connection within 10000 ms', 'tcp', 'hv1', 'timeout'),
+  '*/aborted': () =>
+    new DialError('unix /run/x: dial aborted', 'socket', 'local', 'aborted', {
+      cause: AbortSignal.abort().reason,
+    }),
+};
+
+const kvm2Errors: Record<string, () => unknown> = {
+  ERR_LIBVIRT_CALL_TIMEOUT: () => new CallAbortedError('DomainCreateWithFlags', true),
+  ERR_LIBVIRT_CALL_ABORTED: () =>
+    new CallAbortedError('DomainCreateWithFlags', false, { cause: AbortSignal.abort().reason }),
+  ERR_LIBVIRT_INTERRUPTED: () => new LinkInterruptedError('the link to hv1 died'),
+  ERR_LIBVIRT_PROTOCOL: () => new ProtocolError('packet length 12 is below the header'),
+  ERR_LIBVIRT_CLOSED: () => new LinkClosedError('connection closed'),
+  ERR_LIBVIRT_ARGUMENT: () => new InvalidArgumentError('string longer than 4194304'),
+  ERR_LIBVIRT_URI: () => thrown(() => parseLibvirtUri('qemu+tls://hv1/system')),
+  ERR_UNKNOWN_HOST: () => thrown(() => new HostTable([]).target('hv9')),
+  ERR_CONFIG: () => thrown(() => parseConfig({ hosts: [] })),
+  ERR_INVALID_INSTANCE_ID: () => thrown(() => parseInstanceId('hv1')),
+  ERR_IMAGE_EMPTY: () =>
+    Object.assign(new Error('GET https://images.internal/x.qcow2: Content-Length 0'), {
+      code: 'ERR_IMAGE_EMPTY',
+    }),
+  ERR_IMAGE_DIGEST_MISMATCH: () =>
+    Object.assign(new Error('sha256 of x.qcow2 is 00…, not ff…'), {
+      code: 'ERR_IMAGE_DIGEST_MISMATCH',
+    }),
+};
+
+const undiciOrTls = /^(UND_ERR_|CERT_|UNABLE_|DEPTH_|ERR_TLS_)/;
+
+/** A realistic error for a row, as kvm2 would meet it. */
+function errorFor(row: ErrorTableRow): unknown {
+  switch (row.source) {
+    case 'libvirt':
+      return libvirtError(row);
+    case 'dial': {
+      const build = dialErrors[row.match];
+      if (build === undefined) throw new Error(`no test error for dial row ${row.match}`);
+      return build();
+    }
+    case 'node':
+      return undiciOrTls.test(row.match)
+        ? fetchFailed(row.match, `${row.match} while fetching https://images.internal/x.qcow2`)
+        : systemError(row.match, `${row.match}: from a socket or a file`);
+    case 'http': {
+      const status =
+        typeof row.match === 'number'
+          ? row.match
+          : { '3xx': 300, '4xx': 400, '5xx': 503 }[row.match];
+      return Object.assign(new Error(`GET https://images.internal/x.qcow2: HTTP ${status}`), {
+        status,
+      });
+    }
+    case 'kvm2': {
+      const build = kvm2Errors[row.match];
+      if (build === undefined) throw new Error(`no test error for kvm2 row ${row.match}`);
+      return build();
+    }
+    case 'js':
+      if (row.match === 'AbortError') return AbortSignal.abort().reason;
+      if (row.match === 'TimeoutError') {
+        return new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+      }
+      return new Error('something nobody planned for');
+  }
+}
+
+describe('the classification table', () => {
+  it('has at least 30 rows, each with a why', () => {
+    expect(ERROR_TABLE.length).toBeGreaterThanOrEqual(30);
+    for (const row of ERROR_TABLE) expect(row.why.length, matchLabel(row)).toBeGreaterThan(10);
+  });
+
+  it('names no match twice', () => {
+    const keys = ERROR_TABLE.map((r) => `${r.source} ${matchLabel(r)}`);
+    expect(new Set(keys).size).toBe(keys.length);
+  });
+
+  it('names libvirt codes as VirErr does', () => {
+    const virErr: Readonly<Record<string, number>> = VirErr;
+    for (const row of ERROR_TABLE) {
+      if (row.source !== 'libvirt' || row.match === '*') continue;
+      expect(virErr[row.name], row.name).toBe(row.match);
+    }
+  });
+
+  it('is what docs/errors.md shows, row for row', async () => {
+    const doc = await readFile(new URL('../../docs/errors.md', import.meta.url), 'utf8');
+    expect(markdownTable(doc, '## The table')).toEqual(
+      ERROR_TABLE.map((r) => [r.source, matchLabel(r), r.kind, r.why]),
+    );
+  });
+});
+
+describe('classifyError, one test per row', () => {
+  for (const row of ERROR_TABLE) {
+    it(`${row.source} ${matchLabel(row)} is ${row.kind}`, () => {
+      const err = errorFor(row);
+      expect(classifyError(err)).toBe(row.kind);
+      if (row.source === 'libvirt') expect((err as LibvirtError).kind).toBe(row.kind);
+      if (row.source === 'kvm2') expect((err as { code: unknown }).code).toBe(row.match);
+    });
+  }
+});
+
+describe('classifyError', () => {
+  it('walks the cause chain to a Node code', () => {
+    const err = new Error('download failed', {
+      cause: new TypeError('fetch failed', { cause: systemError('ECONNRESET', 'read ECONNRESET') }),
+    });
+    expect(classifyError(err)).toBe('transient');
+    const full = new Error('upload failed', {
+      cause: systemError('ENOSPC', 'write ENOSPC', 'write'),
+    });
+    expect(classifyError(full)).toBe('quota_exceeded');
+  });
+
+  it('lets an error that carries a kind keep it, whatever its cause says', () => {
+    const err = new DialError('hv1: refused', 'forward', 'hv1', 'socket_unavailable', {
+      cause: systemError('ENOSPC', 'nope'),
+      kind: 'permanent',
+    });
+    expect(classifyError(err)).toBe('permanent');
+  });
+
+  it('takes a libvirt error kind from the table, even revived as a plain object', () => {
+    expect(classifyError({ code: 'ERR_LIBVIRT', libvirtCode: 42, kind: 'transient' })).toBe(
+      'not_found',
+    );
+    expect(classifyError({ code: 'ERR_LIBVIRT', libvirtCode: 38, int1: 28 })).toBe(
+      'quota_exceeded',
+    );
+  });
+
+  it('reads SYSTEM_ERROR by its errno: ENOSPC is quota, an unlisted errno transient', () => {
+    expect(libvirtErrorKind(VirErr.SYSTEM_ERROR, 28)).toBe('quota_exceeded');
+    expect(libvirtErrorKind(VirErr.SYSTEM_ERROR, 5)).toBe('transient');
+    expect(libvirtErrorKind(VirErr.SYSTEM_ERROR)).toBe('transient');
+    // int1 means nothing for other codes
+    expect(libvirtErrorKind(VirErr.NO_DOMAIN, 28)).toBe('not_found');
+    expect(libvirtErrorKind(12345)).toBe('permanent');
+  });
+
+  it('looks a kind-less dial error up by stage/reason, then reason, then stage', () => {
+    const dial = (stage: DialStage, reason: DialReason): unknown => ({
+      code: 'ERR_LIBVIRT_DIAL',
+      stage,
+      reason,
+    });
+    expect(classifyError(dial('open', 'auth_failed'))).toBe('permanent');
+    expect(classifyError(dial('hostkey', 'timeout'))).toBe('transient');
+    expect(classifyError(dial('hostkey', 'protocol_error'))).toBe('permanent');
+    expect(dialErrorKind('forward')).toBe('transient');
+    expect(dialErrorKind('nonsense')).toBeUndefined();
+  });
+
+  it('prefers an exact HTTP status to its range', () => {
+    expect(httpStatusKind(429)).toBe('transient');
+    expect(httpStatusKind(418)).toBe('permanent');
+    expect(httpStatusKind(200)).toBeUndefined();
+    expect(classifyError({ statusCode: 502 })).toBe('transient');
+  });
+
+  it('reads the errors of an AggregateError (happy eyeballs)', () => {
+    const err = new AggregateError(
+      [
+        systemError('ECONNREFUSED', 'connect ECONNREFUSED ::1:22'),
+        systemError('ECONNREFUSED', 'x'),
+      ],
+      'connect failed',
+    );
+    expect(classifyError(err)).toBe('transient');
+    expect(nodeErrorKind('ECONNREFUSED')).toBe('transient');
+  });
+
+  it('is transient for anything unrecognised, thrown values that are not errors too', () => {
+    const unknowns: unknown[] = ['a string', undefined, null, 42, {}, new RangeError('odd')];
+    const kinds = unknowns.map((v) => classifyError(v));
+    expect(kinds).toEqual(unknowns.map((): ErrorKind => 'transient'));
+  });
+
+  it('does not hang on a cause cycle', () => {
+    const a = new Error('a');
+    const b = new Error('b', { cause: a });
+    Object.defineProperty(a, 'cause', { value: b });
+    expect(classifyError(a)).toBe('transient');
+  });
+
+  it('treats a real AbortSignal.timeout reason as transient', async () => {
+    const signal = AbortSignal.timeout(1);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect((signal.reason as Error).name).toBe('TimeoutError');
+    expect(classifyError(signal.reason)).toBe('transient');
+  });
+});
