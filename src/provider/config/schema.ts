@@ -1,0 +1,330 @@
+// The configuration schema (SPEC §2), every key with its default; docs/configuration.md is its
+// reference. Objects are strict at every level: a misspelt key is an error, never ignored.
+// Durations and sizes come out as numbers (milliseconds, bytes); nothing here dials.
+import { z } from 'zod';
+import { parseLibvirtUri } from '../../libvirt/uri.js';
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const LABEL_RULE =
+  'lowercase letters, digits and dashes, 1 to 63, not starting or ending with a dash';
+
+const label = (what: string) =>
+  z.string().regex(DNS_LABEL, `${what} must be a DNS label (${LABEL_RULE})`);
+
+const positiveInt = z.number().int('must be a whole number').positive('must be positive');
+
+/** libvirt object names (pools, networks): not empty, no slash, no whitespace. */
+const objectName = z
+  .string()
+  .regex(/^[^/\s]+$/, 'must be a name without slashes or whitespace, not empty');
+
+// setTimeout fires at once for delays above 2^31-1 ms (Node docs, timers), so no duration may.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const DURATION_UNITS: Readonly<Record<string, number>> = {
+  ms: 1,
+  s: 1e3,
+  m: 60e3,
+  h: 3600e3,
+  d: 86400e3,
+};
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)/;
+
+/** `30s`, `5m`, `1h30m`, `250ms`, or a number of milliseconds. */
+export function parseDuration(value: unknown): number | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
+  if (typeof value !== 'string' || value === '') return undefined;
+  let rest = value.trim();
+  let total = 0;
+  while (rest !== '') {
+    const m = DURATION.exec(rest);
+    if (m === null) return undefined;
+    total += Number(m[1]) * (DURATION_UNITS[m[2] ?? ''] ?? NaN);
+    rest = rest.slice(m[0].length);
+  }
+  return total;
+}
+
+const duration = z.unknown().transform((value, ctx): number => {
+  const ms = parseDuration(value);
+  if (ms === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `expected a duration like '30s', '5m', '1h' or a number of milliseconds, got ${JSON.stringify(value)}`,
+    });
+    return z.NEVER;
+  }
+  const rounded = Math.round(ms);
+  if (rounded <= 0 || rounded > MAX_TIMER_MS) {
+    ctx.addIssue({ code: 'custom', message: 'must be positive and at most 24 days (2^31-1 ms)' });
+    return z.NEVER;
+  }
+  return rounded;
+});
+
+const SIZE_UNITS: Readonly<Record<string, number>> = {
+  B: 1,
+  KiB: 2 ** 10,
+  MiB: 2 ** 20,
+  GiB: 2 ** 30,
+  TiB: 2 ** 40,
+  kB: 1e3,
+  KB: 1e3,
+  MB: 1e6,
+  GB: 1e9,
+  TB: 1e12,
+};
+
+/** `10GiB`, `500MB`, or a number of bytes. */
+export function parseSize(value: unknown): number | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
+  if (typeof value !== 'string') return undefined;
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]+)?\s*$/.exec(value);
+  if (m === null) return undefined;
+  const unit = SIZE_UNITS[m[2] ?? 'B'];
+  return unit === undefined ? undefined : Number(m[1]) * unit;
+}
+
+const size = z.unknown().transform((value, ctx): number => {
+  const bytes = parseSize(value);
+  if (bytes === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `expected a size like '10GiB', '500MB' or a number of bytes, got ${JSON.stringify(value)}`,
+    });
+    return z.NEVER;
+  }
+  if (bytes <= 0) {
+    ctx.addIssue({ code: 'custom', message: 'must be positive' });
+    return z.NEVER;
+  }
+  return Math.round(bytes);
+});
+
+const libvirtUri = z.string().superRefine((uri, ctx) => {
+  try {
+    parseLibvirtUri(uri);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: err instanceof Error ? err.message : String(err) });
+  }
+});
+
+export type CpuMode = 'host-passthrough' | 'host-model' | 'none';
+
+const hostFields = z.strictObject({
+  name: label('host name'),
+  uri: libvirtUri,
+  pool: objectName.default('default'),
+  network: objectName.optional(),
+  // Linux interface names: at most 15 bytes (IFNAMSIZ - 1).
+  bridge: z
+    .string()
+    .regex(
+      /^[^/\s:]{1,15}$/,
+      'must be a Linux interface name (1 to 15 characters, no / : or space)',
+    )
+    .optional(),
+  zone: label('zone').optional(),
+  concurrency: positiveInt.default(4),
+  domainType: z.enum(['kvm', 'qemu']).default('kvm'),
+  firmware: z.enum(['uefi', 'bios']).default('uefi'),
+  cpuMode: z.enum(['host-passthrough', 'host-model', 'none']).optional(),
+});
+type HostFields = z.output<typeof hostFields>;
+type HostCommon = Omit<HostFields, 'network' | 'bridge' | 'cpuMode'> & { cpuMode: CpuMode };
+/** A host reaches guests through a libvirt network or a host bridge: exactly one of them. */
+export type HostConfigOut =
+  | (HostCommon & { network: string; bridge?: undefined })
+  | (HostCommon & { bridge: string; network?: undefined });
+
+const host = hostFields
+  .superRefine((h, ctx) => {
+    if ((h.network === undefined) === (h.bridge === undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: h.network === undefined ? [] : ['bridge'],
+        message:
+          h.network === undefined
+            ? 'set network (a libvirt network) or bridge (a host bridge)'
+            : 'set network or bridge, not both',
+      });
+    }
+    if (h.domainType === 'qemu' && h.cpuMode === 'host-passthrough') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['cpuMode'],
+        message:
+          "host-passthrough needs domainType 'kvm'; plain qemu (TCG) cannot pass the host CPU through",
+      });
+    }
+  })
+  .transform((h): HostConfigOut => {
+    const { network, bridge, cpuMode, ...rest } = h;
+    // TCG emulates a generic CPU well; host-passthrough is what KVM guests want (SPEC §2).
+    const common = {
+      ...rest,
+      cpuMode: cpuMode ?? (h.domainType === 'kvm' ? 'host-passthrough' : 'none'),
+    };
+    return network !== undefined ? { ...common, network } : { ...common, bridge: bridge ?? '' };
+  });
+
+const hosts = z
+  .array(host)
+  .min(1, 'at least one host is required')
+  .superRefine((list, ctx) => {
+    const first = new Map<string, number>();
+    list.forEach((h, i) => {
+      const earlier = first.get(h.name);
+      if (earlier === undefined) first.set(h.name, i);
+      else
+        ctx.addIssue({
+          code: 'custom',
+          path: [i, 'name'],
+          message: `duplicate host name '${h.name}' (also hosts[${earlier}])`,
+        });
+    });
+  });
+
+const image = z.strictObject({
+  url: z.string().superRefine((value, ctx) => {
+    let url: URL | undefined;
+    try {
+      url = new URL(value);
+    } catch {
+      // reported below
+    }
+    if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be an http:// or https:// URL, got ${JSON.stringify(value)}`,
+      });
+    }
+  }),
+  sha256: z
+    .string()
+    .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits')
+    .transform((s) => s.toLowerCase())
+    .optional(),
+  format: z.enum(['qcow2', 'raw']).default('qcow2'),
+});
+
+const images = z.record(label('image name'), image).default({});
+
+const defaults = z.strictObject({
+  vcpus: positiveInt.default(1),
+  memoryMiB: positiveInt.default(1024),
+  diskGiB: positiveInt.default(10),
+  addressTimeout: duration.prefault('5m'),
+});
+
+const health = z
+  .strictObject({
+    every: duration.prefault('60s'),
+    timeout: duration.prefault('20s'),
+    poolLowSpaceBytes: size.prefault('10GiB'),
+  })
+  .superRefine((h, ctx) => {
+    if (h.timeout > h.every) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['timeout'],
+        message: 'must not exceed health.every (rounds would overlap)',
+      });
+    }
+  });
+
+export interface ListenAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** `host:port`, `[v6]:port`; undefined when it is neither. */
+export function parseListen(value: string): ListenAddress | undefined {
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^\s:[\]]+)):(\d{1,5})$/.exec(value);
+  const port = Number(m?.[3]);
+  const hostPart = m?.[1] ?? m?.[2];
+  if (hostPart === undefined || !(port >= 0 && port <= 65535)) return undefined;
+  return { host: hostPart, port };
+}
+
+export function isLoopback(hostname: string): boolean {
+  return (
+    hostname === 'localhost' ||
+    hostname === '::1' ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname) ||
+    /^::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/i.test(hostname)
+  );
+}
+
+const listen = z.string().transform((value, ctx): ListenAddress => {
+  const address = parseListen(value);
+  if (address === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `expected host:port (e.g. 127.0.0.1:3000, [::1]:3000, 0.0.0.0:3000), got ${JSON.stringify(value)}`,
+    });
+    return z.NEVER;
+  }
+  return address;
+});
+
+const board = z
+  .strictObject({
+    listen: listen.prefault('127.0.0.1:3000'),
+    auth: z
+      .strictObject({
+        username: z.string().min(1, 'must not be empty'),
+        password: z.string().min(1, 'must not be empty'),
+      })
+      .optional(),
+    readOnly: z.boolean().default(false),
+  })
+  .superRefine((b, ctx) => {
+    if (b.auth === undefined && !isLoopback(b.listen.host)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['auth'],
+        message: `required: board.listen ${b.listen.host}:${b.listen.port} is reachable beyond loopback`,
+      });
+    }
+  });
+
+const redis = z.strictObject({
+  // The URL may hold a password: messages never echo it.
+  url: z
+    .string()
+    .refine((value) => /^rediss?:\/\/[^/]/.test(value) && URL.canParse(value), {
+      message: 'must be a redis:// or rediss:// URL with a host',
+    })
+    .default('redis://127.0.0.1:6379'),
+  // Hash-tagged so every kvm2 key lands in one Redis Cluster slot (BullMQ needs that).
+  prefix: z.string().regex(/^\S+$/, 'must not be empty or contain whitespace').default('{kvm2}'),
+});
+
+export const configSchema = z.strictObject({
+  redis: redis.prefault({}),
+  hosts,
+  images,
+  defaults: defaults.prefault({}),
+  health: health.prefault({}),
+  board: board.prefault({}),
+});
+
+type DeepReadonly<T> = T extends (infer U)[]
+  ? readonly DeepReadonly<U>[]
+  : T extends object
+    ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
+    : T;
+
+/** The validated, frozen configuration. Durations are milliseconds, sizes bytes. */
+export type Kvm2Config = DeepReadonly<z.output<typeof configSchema>>;
+export type HostConfig = Kvm2Config['hosts'][number];
+export type ImageConfig = Kvm2Config['images'][string];
+export type DefaultsConfig = Kvm2Config['defaults'];
+export type HealthConfig = Kvm2Config['health'];
+export type BoardConfig = Kvm2Config['board'];
+export type RedisConfig = Kvm2Config['redis'];
+
+/** With no file (SPEC §2): the local daemon, pool and network `default`, a local Redis. */
+export const EMBEDDED_DEFAULT: unknown = Object.freeze({
+  hosts: [{ name: 'local', uri: 'qemu:///system', pool: 'default', network: 'default' }],
+});

@@ -1,0 +1,111 @@
+// Names kvm2 gives things (SPEC §3): instance ids `<host>/<name>`, uids, and the volumes it
+// makes, all prefixed `kvm2-` so GC can tell them from anyone else's.
+import { randomUUID } from 'node:crypto';
+
+/** RFC 1123 label: what a libvirt domain, a hostname and a cloud-init local-hostname all take. */
+export const NAME_PATTERN = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** Every volume kvm2 makes starts with this; volumes without it are never touched. */
+export const KVM2_PREFIX = 'kvm2-';
+
+/** A uid as newUid makes it: a lowercase RFC 9562 UUID, 8-4-4-4-12 hex digits. */
+export const UID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export interface InstanceRef {
+  readonly host: string;
+  readonly name: string;
+}
+
+export class InvalidInstanceIdError extends Error {
+  readonly code = 'ERR_INVALID_INSTANCE_ID';
+  readonly kind = 'permanent' as const;
+  override name = 'InvalidInstanceIdError';
+}
+
+const NAME_RULE =
+  'lowercase letters, digits and dashes, 1 to 63, not starting or ending with a dash';
+
+export function isValidName(name: string): boolean {
+  return NAME_PATTERN.test(name);
+}
+
+/** Quoted for a message, and cut short: ids come from job data, which can be anything. */
+function quote(value: string): string {
+  return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
+}
+
+/** `<host>/<name>` to its parts; both must be DNS labels. */
+export function parseInstanceId(id: string): InstanceRef {
+  const parts = id.split('/');
+  if (parts.length !== 2) {
+    throw new InvalidInstanceIdError(`instance id ${quote(id)} is not <host>/<name>`);
+  }
+  const [host = '', name = ''] = parts;
+  if (!isValidName(host)) {
+    throw new InvalidInstanceIdError(
+      `instance id ${quote(id)}: host ${quote(host)} is not a DNS label (${NAME_RULE})`,
+    );
+  }
+  if (!isValidName(name)) {
+    throw new InvalidInstanceIdError(
+      `instance id ${quote(id)}: name ${quote(name)} is not a DNS label (${NAME_RULE})`,
+    );
+  }
+  return { host, name };
+}
+
+export function formatInstanceId(host: string, name: string): string {
+  const id = `${host}/${name}`;
+  parseInstanceId(id);
+  return id;
+}
+
+/**
+ * A new instance uid: `crypto.randomUUID()`, a version-4 UUID from the CSPRNG (122 random
+ * bits), lowercase `xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`. It becomes cloud-init's instance-id,
+ * so a repeat of the same create keeps the guest's first-boot state.
+ */
+export function newUid(): string {
+  return randomUUID();
+}
+
+export function isValidUid(uid: string): boolean {
+  return UID_PATTERN.test(uid);
+}
+
+function checkedName(name: string): string {
+  if (!isValidName(name)) {
+    throw new InvalidInstanceIdError(
+      `instance name ${quote(name)} is not a DNS label (${NAME_RULE})`,
+    );
+  }
+  return name;
+}
+
+/** The instance's copy-on-write disk, backed by the image's base volume. */
+export function overlayVolumeName(name: string): string {
+  return `${KVM2_PREFIX}${checkedName(name)}.qcow2`;
+}
+
+/** The instance's cloud-init NoCloud seed. */
+export function seedVolumeName(name: string): string {
+  return `${KVM2_PREFIX}${checkedName(name)}-seed.iso`;
+}
+
+export type InstanceVolumeRole = 'overlay' | 'seed';
+
+/**
+ * Which instance a volume belongs to, for GC; undefined for any other volume. Base images
+ * carry a 64-hex digest in their name, longer than a label, so they never match.
+ */
+export function instanceVolumeOwner(
+  volume: string,
+): { readonly name: string; readonly role: InstanceVolumeRole } | undefined {
+  if (!volume.startsWith(KVM2_PREFIX)) return undefined;
+  const rest = volume.slice(KVM2_PREFIX.length);
+  const seed = /^(.+)-seed\.iso$/.exec(rest)?.[1];
+  if (seed !== undefined && isValidName(seed)) return { name: seed, role: 'seed' };
+  const overlay = /^(.+)\.qcow2$/.exec(rest)?.[1];
+  if (overlay !== undefined && isValidName(overlay)) return { name: overlay, role: 'overlay' };
+  return undefined;
+}
