@@ -1,0 +1,122 @@
+// Looking up the image cache, and filling it once per host and image (SPEC §5). A base is
+// cached when its marker exists and holds a well-formed digest; a marker that does not, a base
+// without marker, a marker without base, are debris of a fill that died, removed under the fill
+// lock before the next fill. Outside the lock nothing is removed: a base without marker may be
+// a fill under way in another process.
+import type { LibvirtConnection } from '../../libvirt/connection.js';
+import {
+  StoragePoolLookupByName,
+  type NonnullStoragePool,
+  type NonnullStorageVol,
+} from '../../libvirt/protocol.gen.js';
+import type { ProviderContext } from '../context.js';
+import {
+  MARKER_READ_BYTES,
+  cacheEntry,
+  describeBase,
+  isMarkerFor,
+  type BaseImage,
+  type CacheEntry,
+} from './base-image.js';
+import { DOWNLOAD_TIMEOUTS, imageSource, probeImageSize } from './download.js';
+import { fillBaseImage } from './fill.js';
+import { deleteVolume, lookupVolume, readSmallVolume, refreshPool } from './volumes.js';
+
+type Lookup =
+  | { readonly cached: true; readonly base: NonnullStorageVol; readonly sha256: string }
+  /** `debris`: what exists of the two names, marker first (removed in that order). */
+  | { readonly cached: false; readonly debris: readonly NonnullStorageVol[] };
+
+async function lookup(
+  conn: LibvirtConnection,
+  pool: NonnullStoragePool,
+  entry: CacheEntry,
+  signal: AbortSignal,
+): Promise<Lookup> {
+  const [marker, base] = await Promise.all([
+    lookupVolume(conn, pool, entry.markerName, signal),
+    lookupVolume(conn, pool, entry.baseName, signal),
+  ]);
+  if (marker !== undefined && base !== undefined) {
+    const content = await readSmallVolume(conn, marker, MARKER_READ_BYTES, signal);
+    const sha256 = content?.toString('latin1');
+    if (sha256 !== undefined && isMarkerFor(sha256, entry.image)) {
+      return { cached: true, base, sha256 };
+    }
+  }
+  return { cached: false, debris: [marker, base].filter((v) => v !== undefined) };
+}
+
+async function lookupPool(
+  conn: LibvirtConnection,
+  name: string,
+  signal: AbortSignal,
+): Promise<NonnullStoragePool> {
+  return (await conn.call(StoragePoolLookupByName, { name }, { signal })).pool;
+}
+
+/** The cached base volume, filling it first when absent. */
+export async function ensureBaseImage(
+  ctx: ProviderContext,
+  host: string,
+  imageName: string,
+  opts: { signal?: AbortSignal },
+): Promise<BaseImage> {
+  const signal = opts.signal ?? new AbortController().signal;
+  signal.throwIfAborted();
+  const entry = cacheEntry(ctx, host, imageName);
+  const conn = await ctx.hosts.shared(host, { signal });
+  const pool = await lookupPool(conn, entry.poolName, signal);
+  const found = await lookup(conn, pool, entry, signal);
+  if (found.cached) return describeBase(conn, found.base, entry, found.sha256, signal);
+  return ctx.locks.withLock(
+    `image:${host}:${imageName}`,
+    async (lockSignal) => {
+      const locked = await ctx.hosts.shared(host, { signal: lockSignal });
+      // The refresh makes libvirt list files it has not seen (a fill cut short by a daemon
+      // restart), so they count as debris rather than block the create.
+      await refreshPool(locked, pool, lockSignal);
+      // Whoever held the lock before may have filled it.
+      const again = await lookup(locked, pool, entry, lockSignal);
+      if (again.cached) return describeBase(locked, again.base, entry, again.sha256, lockSignal);
+      for (const vol of again.debris) {
+        ctx.logger.warn(
+          { host, image: imageName, volume: vol.name },
+          'removing image cache debris',
+        );
+        await deleteVolume(locked, vol, lockSignal);
+      }
+      return fillBaseImage(ctx, entry, pool, lockSignal);
+    },
+    { signal },
+  );
+}
+
+/**
+ * Bytes the pool must still take for this image on this host: 0 when cached; else the size
+ * from HEAD, falling back to GET headers when HEAD is refused. A server that tells neither
+ * gets 0 and a warning: the precheck cannot count what it is not told, and the fill streams
+ * the image anyway (a full pool then fails the upload as quota_exceeded).
+ */
+export async function imagePendingBytes(
+  ctx: ProviderContext,
+  host: string,
+  imageName: string,
+  opts: { signal?: AbortSignal },
+): Promise<number> {
+  const signal = opts.signal ?? new AbortController().signal;
+  signal.throwIfAborted();
+  const entry = cacheEntry(ctx, host, imageName);
+  const conn = await ctx.hosts.shared(host, { signal });
+  const pool = await lookupPool(conn, entry.poolName, signal);
+  if ((await lookup(conn, pool, entry, signal)).cached) return 0;
+  const src = imageSource(imageName, entry.image);
+  const probeSignal = AbortSignal.any([signal, AbortSignal.timeout(DOWNLOAD_TIMEOUTS.probeMs)]);
+  const size = await probeImageSize(src, { signal: probeSignal });
+  if (size !== undefined) return size;
+  ctx.logger.warn(
+    { host, image: imageName, server: src.where },
+    'image server gives no size: the pool-space precheck counts 0 bytes for it',
+  );
+  return 0;
+}

@@ -1,0 +1,237 @@
+// One fill of the image cache (SPEC §5), run by the holder of the fill lock: GET, create the
+// base, stream the body into StorageVolUpload on a dedicated connection while hashing it,
+// verify, refresh the pool, write the marker last. Memory stays at a few chunks whatever the
+// image's size: the upload pulls the body only as fast as libvirtd takes it.
+import { createHash, type Hash } from 'node:crypto';
+import { SpanStatusCode } from '@opentelemetry/api';
+import type { LibvirtConnection } from '../../libvirt/connection.js';
+import { VirErr } from '../../libvirt/error-codes.js';
+import { LibvirtError } from '../../libvirt/errors.js';
+import {
+  StorageVolCreateXML,
+  StorageVolGetXMLDesc,
+  StorageVolUpload,
+  type NonnullStoragePool,
+  type NonnullStorageVol,
+} from '../../libvirt/protocol.gen.js';
+import type { ProviderContext } from '../context.js';
+import { ProviderError } from '../errors.js';
+import { firstChild, readXml } from '../xml/types.js';
+import { buildVolumeXml, parseVolumeBacking } from '../xml/volume.js';
+import { describeBase, type BaseImage, type CacheEntry } from './base-image.js';
+import {
+  DOWNLOAD_TIMEOUTS,
+  imageSource,
+  networkError,
+  openImage,
+  type ImageSource,
+} from './download.js';
+import { deleteVolume, lookupVolume, refreshPool, writeSmallVolume } from './volumes.js';
+
+/** Budget of removing a half-made volume: fresh, since the job's signal may be what failed. */
+const CLEANUP_BUDGET_MS = 30_000;
+
+/**
+ * Bytes that are no image kvm2 may use as configured: not qcow2 when qcow2 was configured (an
+ * HTML error page served with 200, say), or a qcow2 naming a backing file (qemu would open
+ * that host file, chosen by whoever made the image, for the guest).
+ */
+export class ImageContentError extends Error {
+  readonly code = 'ERR_IMAGE_CONTENT';
+  readonly kind = 'permanent' as const;
+  override name = 'ImageContentError';
+}
+
+export async function fillBaseImage(
+  ctx: ProviderContext,
+  entry: CacheEntry,
+  pool: NonnullStoragePool,
+  signal: AbortSignal,
+): Promise<BaseImage> {
+  const src = imageSource(entry.imageName, entry.image);
+  const attributes = {
+    'kvm2.host': entry.host,
+    'kvm2.image': entry.imageName,
+    'kvm2.volume': entry.baseName,
+    'server.address': src.url.hostname,
+  };
+  return ctx.tracer.startActiveSpan('kvm2.download', { attributes }, async (span) => {
+    const started = performance.now();
+    const budget = AbortSignal.any([signal, AbortSignal.timeout(DOWNLOAD_TIMEOUTS.fillMs)]);
+    // Volumes this fill may have made, in order; all are removed unless the fill completes.
+    const made: string[] = [];
+    let conn: LibvirtConnection | undefined;
+    let cancelResponse: (() => void) | undefined;
+    let done = false;
+    try {
+      const response = await openImage(src, { signal: budget });
+      cancelResponse = response.cancel;
+      conn = await ctx.hosts.dedicated(entry.host, { signal: budget });
+      // Created raw, whatever the image: a raw volume is a plain file of exactly the uploaded
+      // bytes, and the refresh below lets libvirt probe it as qcow2 (docs/image-cache.md).
+      // Without a Content-Length it starts at one byte and the upload extends it.
+      const xml = buildVolumeXml({
+        name: entry.baseName,
+        capacityBytes: BigInt(response.length ?? 1),
+        format: 'raw',
+      });
+      made.push(entry.baseName);
+      const base = await createVolume(conn, pool, entry, xml, budget, made);
+      const tally = { hash: createHash('sha256'), bytes: 0 };
+      await conn.upload(
+        StorageVolUpload,
+        { vol: base, offset: 0n, length: 0n, flags: 0 },
+        hashing(response.body, tally),
+        { signal: budget },
+      );
+      const sha256 = verify(src, entry, response.length, tally);
+      await refreshPool(conn, pool, budget);
+      await checkContent(conn, base, entry, src, budget);
+      made.push(entry.markerName);
+      await writeSmallVolume(conn, pool, entry.markerName, Buffer.from(sha256, 'latin1'), budget);
+      const image = await describeBase(conn, base, entry, sha256, budget);
+      done = true;
+      const ms = Math.round(performance.now() - started);
+      span.setAttributes({ 'kvm2.image.bytes': tally.bytes, 'kvm2.image.sha256': sha256 });
+      ctx.logger.info(
+        {
+          host: entry.host,
+          image: entry.imageName,
+          volume: entry.baseName,
+          bytes: tally.bytes,
+          ms,
+        },
+        'image cached',
+      );
+      return image;
+    } catch (err) {
+      // Cancelled or out of time: one message whichever call noticed first.
+      const e = budget.aborted ? networkError(src, err, budget) : asError(err);
+      span.recordException(e);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: e.message });
+      throw e;
+    } finally {
+      cancelResponse?.();
+      if (conn !== undefined) {
+        // A failed upload may leave the daemon's stream open: drop the link, no goodbye.
+        if (done) await conn.close();
+        else conn.destroy();
+      }
+      if (!done) await removeVolumes(ctx, entry, pool, made.reverse());
+      span.end();
+    }
+  });
+}
+
+function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+async function createVolume(
+  conn: LibvirtConnection,
+  pool: NonnullStoragePool,
+  entry: CacheEntry,
+  xml: string,
+  signal: AbortSignal,
+  made: string[],
+): Promise<NonnullStorageVol> {
+  try {
+    return (await conn.call(StorageVolCreateXML, { pool, xml, flags: 0 }, { signal })).vol;
+  } catch (err) {
+    if (!(err instanceof LibvirtError && err.libvirtCode === VirErr.STORAGE_VOL_EXIST)) throw err;
+    // Debris was removed under the lock, so this is another fill at work: another image name
+    // configured with the same sha256, under its own lock. Not ours to remove; a retry finds
+    // it cached.
+    made.pop();
+    throw new ProviderError(
+      'ERR_LOCK_BUSY',
+      'transient',
+      `image '${entry.imageName}': volume '${entry.baseName}' is being filled by another image of the same sha256`,
+      { cause: err },
+    );
+  }
+}
+
+async function* hashing(
+  body: AsyncIterable<Uint8Array>,
+  tally: { readonly hash: Hash; bytes: number },
+): AsyncGenerator<Uint8Array, void, undefined> {
+  for await (const chunk of body) {
+    tally.hash.update(chunk);
+    tally.bytes += chunk.length;
+    yield chunk;
+  }
+}
+
+/** The digest of what was uploaded, once it is whole and the one configured. */
+function verify(
+  src: ImageSource,
+  entry: CacheEntry,
+  length: number | undefined,
+  tally: { readonly hash: Hash; readonly bytes: number },
+): string {
+  const prefix = `image '${entry.imageName}' from ${src.where}`;
+  if (tally.bytes === 0) {
+    throw new ProviderError('ERR_IMAGE_EMPTY', 'permanent', `${prefix}: the body was empty`);
+  }
+  if (length !== undefined && tally.bytes !== length) {
+    throw new ProviderError(
+      'ERR_IMAGE_HTTP',
+      'transient',
+      `${prefix}: the body ended after ${tally.bytes} of ${length} bytes`,
+    );
+  }
+  const sha256 = tally.hash.digest('hex');
+  if (entry.image.sha256 !== undefined && sha256 !== entry.image.sha256) {
+    throw new ProviderError(
+      'ERR_IMAGE_DIGEST_MISMATCH',
+      'permanent',
+      `${prefix}: sha256 of the ${tally.bytes} bytes is ${sha256}, the configuration says ${entry.image.sha256}`,
+    );
+  }
+  return sha256;
+}
+
+/** libvirt's probe of the uploaded bytes, after the refresh, against the configured format. */
+async function checkContent(
+  conn: LibvirtConnection,
+  base: NonnullStorageVol,
+  entry: CacheEntry,
+  src: ImageSource,
+  signal: AbortSignal,
+): Promise<void> {
+  if (entry.image.format !== 'qcow2') return; // any bytes are a raw disk
+  const { xml } = await conn.call(StorageVolGetXMLDesc, { vol: base, flags: 0 }, { signal });
+  const target = firstChild(readXml(xml), 'target');
+  const probed = (target && firstChild(target, 'format'))?.attributes.get('type') ?? 'unknown';
+  const prefix = `image '${entry.imageName}' from ${src.where}`;
+  if (probed !== 'qcow2') {
+    throw new ImageContentError(`${prefix}: configured as qcow2, but libvirt reads ${probed}`);
+  }
+  if (parseVolumeBacking(xml) !== null) {
+    throw new ImageContentError(`${prefix}: the qcow2 names a backing file; kvm2 takes none`);
+  }
+}
+
+async function removeVolumes(
+  ctx: ProviderContext,
+  entry: CacheEntry,
+  pool: NonnullStoragePool,
+  names: readonly string[],
+): Promise<void> {
+  if (names.length === 0) return;
+  const signal = AbortSignal.timeout(CLEANUP_BUDGET_MS);
+  for (const name of names) {
+    try {
+      const conn = await ctx.hosts.shared(entry.host, { signal });
+      const vol = await lookupVolume(conn, pool, name, signal);
+      if (vol !== undefined) await deleteVolume(conn, vol, signal);
+    } catch (err) {
+      // Left behind it is debris: the next fill of this image removes it under the lock.
+      ctx.logger.error(
+        { host: entry.host, image: entry.imageName, volume: name, err },
+        'could not remove a half-made image volume',
+      );
+    }
+  }
+}

@@ -1,0 +1,131 @@
+// The libvirt side of the image cache: volume look-ups where "no such volume" is an answer,
+// small volumes written and read whole (the marker), a pool refresh that waits out libvirt's
+// "asynchronous jobs running", and deletion that waits out "still in use".
+import { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { LibvirtConnection } from '../../libvirt/connection.js';
+import { VirErr } from '../../libvirt/error-codes.js';
+import { LibvirtError } from '../../libvirt/errors.js';
+import {
+  StoragePoolRefresh,
+  StorageVolCreateXML,
+  StorageVolDelete,
+  StorageVolDownload,
+  StorageVolLookupByName,
+  StorageVolUpload,
+  type NonnullStoragePool,
+  type NonnullStorageVol,
+} from '../../libvirt/protocol.gen.js';
+import { buildVolumeXml } from '../xml/volume.js';
+
+/** How long a refresh or a delete keeps trying while libvirt says the pool or volume is busy. */
+const BUSY_RETRY_MS = 30_000;
+
+function isLibvirtCode(err: unknown, code: number): boolean {
+  return err instanceof LibvirtError && err.libvirtCode === code;
+}
+
+/** The volume, or undefined when the pool has none of that name. */
+export async function lookupVolume(
+  conn: LibvirtConnection,
+  pool: NonnullStoragePool,
+  name: string,
+  signal: AbortSignal,
+): Promise<NonnullStorageVol | undefined> {
+  try {
+    return (await conn.call(StorageVolLookupByName, { pool, name }, { signal })).vol;
+  } catch (err) {
+    if (isLibvirtCode(err, VirErr.NO_STORAGE_VOL)) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * The first `maxBytes` of a volume (StorageVolDownload stops there, whatever the volume holds);
+ * undefined when it is gone (removed as debris by another process meanwhile).
+ */
+export async function readSmallVolume(
+  conn: LibvirtConnection,
+  vol: NonnullStorageVol,
+  maxBytes: number,
+  signal: AbortSignal,
+): Promise<Buffer | undefined> {
+  const parts: Buffer[] = [];
+  const args = { vol, offset: 0n, length: BigInt(maxBytes), flags: 0 };
+  try {
+    for await (const chunk of conn.download(StorageVolDownload, args, { signal })) {
+      parts.push(chunk);
+    }
+  } catch (err) {
+    if (isLibvirtCode(err, VirErr.NO_STORAGE_VOL)) return undefined;
+    throw err;
+  }
+  return Buffer.concat(parts);
+}
+
+/** A raw volume holding exactly `data`. */
+export async function writeSmallVolume(
+  conn: LibvirtConnection,
+  pool: NonnullStoragePool,
+  name: string,
+  data: Buffer,
+  signal: AbortSignal,
+): Promise<NonnullStorageVol> {
+  const xml = buildVolumeXml({ name, capacityBytes: BigInt(data.length), format: 'raw' });
+  const { vol } = await conn.call(StorageVolCreateXML, { pool, xml, flags: 0 }, { signal });
+  const args = { vol, offset: 0n, length: BigInt(data.length), flags: 0 };
+  await conn.upload(StorageVolUpload, args, Readable.from([data]), { signal });
+  return vol;
+}
+
+/**
+ * Re-reads the pool, so libvirt probes what was uploaded (a raw-created volume holding qcow2
+ * bytes becomes qcow2). libvirt refuses with INTERNAL_ERROR "pool has asynchronous jobs
+ * running" while any volume of the pool is being built (storage_driver.c storagePoolRefresh),
+ * e.g. an overlay of another create: that passes, so wait and try again.
+ */
+export async function refreshPool(
+  conn: LibvirtConnection,
+  pool: NonnullStoragePool,
+  signal: AbortSignal,
+): Promise<void> {
+  await whileBusy(VirErr.INTERNAL_ERROR, signal, () =>
+    conn.call(StoragePoolRefresh, { pool, flags: 0 }, { signal }),
+  );
+}
+
+/**
+ * Deletes a volume; false when it was already gone. OPERATION_INVALID ("still in use", "still
+ * being allocated") is libvirt finishing a stream or a build on it: wait and try again.
+ */
+export async function deleteVolume(
+  conn: LibvirtConnection,
+  vol: NonnullStorageVol,
+  signal: AbortSignal,
+): Promise<boolean> {
+  try {
+    await whileBusy(VirErr.OPERATION_INVALID, signal, () =>
+      conn.call(StorageVolDelete, { vol, flags: 0 }, { signal }),
+    );
+    return true;
+  } catch (err) {
+    if (isLibvirtCode(err, VirErr.NO_STORAGE_VOL)) return false;
+    throw err;
+  }
+}
+
+async function whileBusy<T>(
+  busyCode: number,
+  signal: AbortSignal,
+  attempt: () => Promise<T>,
+): Promise<T> {
+  const deadline = Date.now() + BUSY_RETRY_MS;
+  for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!isLibvirtCode(err, busyCode) || Date.now() + delay > deadline) throw err;
+    }
+    await sleep(delay, undefined, { signal });
+  }
+}
