@@ -147,7 +147,7 @@ export class LibvirtConnection extends EventEmitter<{ close: [Error | undefined]
   upload<A>(
     proc: Procedure<A, unknown>,
     args: A,
-    source: AsyncIterable<Uint8Array>,
+    source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
     options?: CallOptions,
   ): Promise<void> {
     return this.rpc.upload(proc, args, source, options);

@@ -185,7 +185,7 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
   async upload<A>(
     proc: Procedure<A, unknown>,
     args: A,
-    source: AsyncIterable<Uint8Array>,
+    source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
     options?: CallOptions,
   ): Promise<void> {
     const sink = new UploadSink();

@@ -1,0 +1,316 @@
+// create (SPEC §3): make the instance exist and run, idempotently. Every retry of a create
+// carries the same uid, so each step first looks at what a previous attempt left:
+//   1 validate · 2 adopt or refuse an existing domain · 3 pool-space precheck · 4 base image
+//   5 overlay (reused only when backed by that base) · 6 seed (always rebuilt)
+//   7 define with metadata, start, wait until running.
+// Steps 3–6 are skipped when the domain exists: it was defined last, so its disks exist.
+import { SpanStatusCode } from '@opentelemetry/api';
+import type { LibvirtConnection } from '../../libvirt/connection.js';
+import { VirErr } from '../../libvirt/error-codes.js';
+import { LibvirtError } from '../../libvirt/errors.js';
+import {
+  DomainCreateWithFlags,
+  DomainDefineXMLFlags,
+  DomainGetState,
+  DomainLookupByName,
+  StoragePoolGetInfo,
+  StoragePoolLookupByName,
+  StorageVolCreateXML,
+  StorageVolDelete,
+  StorageVolGetPath,
+  StorageVolGetXMLDesc,
+  StorageVolLookupByName,
+  StorageVolUpload,
+  type NonnullDomain,
+  type NonnullStoragePool,
+  type NonnullStorageVol,
+} from '../../libvirt/protocol.gen.js';
+import { hostConfig, imageConfig, type ProviderContext } from '../context.js';
+import { ProviderError } from '../errors.js';
+import { ensureBaseImage, imagePendingBytes, type BaseImage } from '../image-cache.js';
+import { formatInstanceId, overlayVolumeName, seedVolumeName } from '../ids.js';
+import { isNoDomain, isNoVolume, readInstance, readMetadata, type Instance } from '../instance.js';
+import { parseCreateRequest, type ValidCreateRequest } from '../request.js';
+import { buildSeed } from '../seed/seed.js';
+import { DomainState } from '../state.js';
+import { buildDomainXml } from '../xml/domain.js';
+import { buildVolumeXml, parseVolumeBacking } from '../xml/volume.js';
+
+const DEFINE_VALIDATE = 1; // VIR_DOMAIN_DEFINE_VALIDATE: libvirt checks the XML schema
+const START_WAIT_MS = 15_000;
+const START_POLL_MS = 200;
+const PAUSED_STARTING_UP = 11; // VIR_DOMAIN_PAUSED_STARTING_UP: qemu is still coming up
+const SERIAL_LOG_DIR = '/var/log/libvirt/qemu';
+
+interface Io {
+  readonly signal: AbortSignal;
+}
+
+export async function create(
+  ctx: ProviderContext,
+  input: unknown,
+  options?: { signal?: AbortSignal | undefined },
+): Promise<Instance> {
+  const req = parseCreateRequest(input);
+  if (req.host === undefined) {
+    throw new ProviderError('ERR_NO_HOST_IN_ZONE', 'permanent', 'placement by zone needs a host');
+  }
+  const host = req.host;
+  hostConfig(ctx, host);
+  imageConfig(ctx, req.image);
+  const id = formatInstanceId(host, req.name);
+  return ctx.tracer.startActiveSpan(
+    'provider.create',
+    { attributes: { 'kvm2.instance': id, 'kvm2.host': host, 'kvm2.image': req.image } },
+    async (span) => {
+      try {
+        const instance = await ctx.locks.withLock(
+          `instance:${id}`,
+          (signal) => createLocked(ctx, host, req, { signal }),
+          { signal: options?.signal },
+        );
+        span.end();
+        return instance;
+      } catch (err) {
+        span.recordException(err as Error);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+        span.end();
+        throw err;
+      }
+    },
+  );
+}
+
+async function createLocked(
+  ctx: ProviderContext,
+  host: string,
+  req: ValidCreateRequest,
+  io: Io,
+): Promise<Instance> {
+  const conn = await ctx.hosts.shared(host, io);
+  const log = ctx.logger.child({ host, instance: req.name, uid: req.uid });
+
+  let dom = await lookupDomain(conn, req.name, io);
+  if (dom !== null) {
+    const meta = await readMetadata(conn, dom, io);
+    if (meta === null) {
+      throw new ProviderError(
+        'ERR_FOREIGN_DOMAIN',
+        'permanent',
+        `domain '${req.name}' already exists on host '${host}' and is not kvm2's: left untouched`,
+      );
+    }
+    if (meta.uid !== req.uid) {
+      throw new ProviderError(
+        'ERR_UID_CONFLICT',
+        'permanent',
+        `instance '${req.name}' on host '${host}' belongs to another create (uid ${meta.uid})`,
+      );
+    }
+    log.info('adopting the domain a previous attempt defined');
+  } else {
+    dom = await makeDomain(ctx, conn, host, req, io);
+  }
+  await startAndWait(conn, host, dom, io);
+  return readInstance(conn, host, dom, io);
+}
+
+async function makeDomain(
+  ctx: ProviderContext,
+  conn: LibvirtConnection,
+  host: string,
+  req: ValidCreateRequest,
+  io: Io,
+): Promise<NonnullDomain> {
+  const hc = hostConfig(ctx, host);
+  const { pool } = await conn.call(StoragePoolLookupByName, { name: hc.pool }, io);
+  const createdAt = new Date().toISOString();
+  const seed = buildSeed({
+    uid: req.uid,
+    name: req.name,
+    userData: req.userData,
+    ...(req.networkConfig === undefined ? {} : { networkConfig: req.networkConfig }),
+  });
+
+  // 3: nothing is written when the image and seed cannot fit.
+  const pending = (await imagePendingBytes(ctx, host, req.image, io)) + seed.length;
+  const { available } = await conn.call(StoragePoolGetInfo, { pool }, io);
+  if (BigInt(pending) > available) {
+    throw new ProviderError(
+      'ERR_POOL_FULL',
+      'quota_exceeded',
+      `pool '${hc.pool}' on host '${host}' has ${available} bytes free; image and seed need ${pending}`,
+    );
+  }
+
+  // 4–6
+  const base = await ensureBaseImage(ctx, host, req.image, io);
+  const diskGiB = req.diskGiB ?? ctx.config.defaults.diskGiB;
+  const overlayPath = await ensureOverlay(conn, host, pool, req.name, base, diskGiB, io);
+  const seedPath = await uploadSeed(conn, pool, req.name, seed, io);
+
+  // 7: the metadata goes in with the define, so the domain is never unowned.
+  const xml = buildDomainXml({
+    name: req.name,
+    vcpus: req.vcpus ?? ctx.config.defaults.vcpus,
+    memoryMiB: req.memoryMiB ?? ctx.config.defaults.memoryMiB,
+    domainType: hc.domainType,
+    firmware: hc.firmware,
+    cpuMode: hc.cpuMode === 'none' ? undefined : hc.cpuMode,
+    overlayPath,
+    seedPath,
+    network: hc.network !== undefined ? { network: hc.network } : { bridge: hc.bridge },
+    serialLogPath: `${SERIAL_LOG_DIR}/${req.name}-serial.log`,
+    metadata: { uid: req.uid, createdAt, tag: req.tag, image: req.image },
+  });
+  const { dom } = await conn.call(DomainDefineXMLFlags, { xml, flags: DEFINE_VALIDATE }, io);
+  return dom;
+}
+
+async function lookupDomain(
+  conn: LibvirtConnection,
+  name: string,
+  io: Io,
+): Promise<NonnullDomain | null> {
+  try {
+    return (await conn.call(DomainLookupByName, { name }, io)).dom;
+  } catch (err) {
+    if (isNoDomain(err)) return null;
+    throw err;
+  }
+}
+
+async function lookupVolume(
+  conn: LibvirtConnection,
+  pool: NonnullStoragePool,
+  name: string,
+  io: Io,
+): Promise<NonnullStorageVol | null> {
+  try {
+    return (await conn.call(StorageVolLookupByName, { pool, name }, io)).vol;
+  } catch (err) {
+    if (isNoVolume(err)) return null;
+    throw err;
+  }
+}
+
+/** Step 5: the overlay backed by the base; an existing one only when backed by that base. */
+async function ensureOverlay(
+  conn: LibvirtConnection,
+  host: string,
+  pool: NonnullStoragePool,
+  name: string,
+  base: BaseImage,
+  diskGiB: number,
+  io: Io,
+): Promise<string> {
+  const volName = overlayVolumeName(name);
+  let vol = await lookupVolume(conn, pool, volName, io);
+  if (vol !== null) {
+    const { xml } = await conn.call(StorageVolGetXMLDesc, { vol, flags: 0 }, io);
+    const backing = parseVolumeBacking(xml);
+    if (backing?.path !== base.path) {
+      throw new ProviderError(
+        'ERR_FOREIGN_VOLUME',
+        'permanent',
+        `volume '${volName}' on host '${host}' exists but is not backed by image '${base.volumeName}': not overwritten`,
+      );
+    }
+  } else {
+    const xml = buildVolumeXml({
+      name: volName,
+      capacityBytes: BigInt(diskGiB) * 2n ** 30n,
+      format: 'qcow2',
+      backingStore: { path: base.path, format: base.format },
+    });
+    try {
+      vol = (await conn.call(StorageVolCreateXML, { pool, xml, flags: 0 }, io)).vol;
+    } catch (err) {
+      // Another attempt made it between our lookup and create: check it as above.
+      if (err instanceof LibvirtError && err.libvirtCode === VirErr.STORAGE_VOL_EXIST) {
+        return ensureOverlay(conn, host, pool, name, base, diskGiB, io);
+      }
+      throw err;
+    }
+  }
+  return (await conn.call(StorageVolGetPath, { vol }, io)).name;
+}
+
+/** Step 6: the seed is always rebuilt, so a retried create never boots a stale one. */
+async function uploadSeed(
+  conn: LibvirtConnection,
+  pool: NonnullStoragePool,
+  name: string,
+  seed: Buffer,
+  io: Io,
+): Promise<string> {
+  const volName = seedVolumeName(name);
+  const old = await lookupVolume(conn, pool, volName, io);
+  if (old !== null) await conn.call(StorageVolDelete, { vol: old, flags: 0 }, io);
+  const xml = buildVolumeXml({ name: volName, capacityBytes: seed.length, format: 'raw' });
+  const { vol } = await conn.call(StorageVolCreateXML, { pool, xml, flags: 0 }, io);
+  await conn.upload(
+    StorageVolUpload,
+    { vol, offset: 0n, length: BigInt(seed.length), flags: 0 },
+    [seed],
+    io,
+  );
+  return (await conn.call(StorageVolGetPath, { vol }, io)).name;
+}
+
+/** Step 7: start unless running, then wait (bounded) until libvirt says running. */
+async function startAndWait(
+  conn: LibvirtConnection,
+  host: string,
+  dom: NonnullDomain,
+  io: Io,
+): Promise<void> {
+  const before = await conn.call(DomainGetState, { dom, flags: 0 }, io);
+  if (before.state === DomainState.RUNNING) return;
+  if (before.state === DomainState.PAUSED || before.state === DomainState.PMSUSPENDED) {
+    throw new ProviderError(
+      'ERR_DOMAIN_NOT_RUNNING',
+      'permanent',
+      `domain '${dom.name}' on host '${host}' is ${stateName(before.state)} (reason ${before.reason}): an administrator's doing, kvm2 will not resume it`,
+    );
+  }
+  try {
+    await conn.call(DomainCreateWithFlags, { dom, flags: 0 }, io);
+  } catch (err) {
+    // A concurrent start (another worker adopting) is fine: the wait below decides.
+    if (!(err instanceof LibvirtError && err.libvirtCode === VirErr.OPERATION_INVALID)) throw err;
+  }
+  const deadline = Date.now() + START_WAIT_MS;
+  for (;;) {
+    const { state, reason } = await conn.call(DomainGetState, { dom, flags: 0 }, io);
+    if (state === DomainState.RUNNING) return;
+    const starting = state === DomainState.PAUSED && reason === PAUSED_STARTING_UP;
+    if (!starting || Date.now() >= deadline) {
+      throw new ProviderError(
+        'ERR_DOMAIN_DIED',
+        'transient',
+        `domain '${dom.name}' on host '${host}' is ${stateName(state)} (reason ${reason}) right after start`,
+      );
+    }
+    await sleep(START_POLL_MS, io.signal);
+  }
+}
+
+function stateName(state: number): string {
+  const entry = Object.entries(DomainState).find(([, v]) => v === state);
+  return (entry?.[0] ?? `state ${state}`).toLowerCase();
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(t);
+      reject(signal.reason as Error);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,135 @@
+// delete (SPEC §3): idempotent at every step. destroy if active → undefine with NVRAM, managed
+// save and snapshot metadata (falling back when a flag is unsupported) → delete the overlay
+// and the seed. "Already gone" counts only for libvirt's no-domain / no-volume errors; a
+// transport error propagates (transient), never "gone". The base image stays.
+import { SpanStatusCode } from '@opentelemetry/api';
+import type { LibvirtConnection } from '../../libvirt/connection.js';
+import { VirErr } from '../../libvirt/error-codes.js';
+import { LibvirtError } from '../../libvirt/errors.js';
+import {
+  DomainDestroyFlags,
+  DomainLookupByName,
+  DomainUndefine,
+  DomainUndefineFlags,
+  StoragePoolLookupByName,
+  StorageVolDelete,
+  StorageVolLookupByName,
+  type NonnullDomain,
+} from '../../libvirt/protocol.gen.js';
+import type { ProviderContext } from '../context.js';
+import { overlayVolumeName, parseInstanceId, seedVolumeName } from '../ids.js';
+import { isNoDomain, isNoVolume, requireOwned } from '../instance.js';
+
+const UNDEFINE_MANAGED_SAVE = 1;
+const UNDEFINE_SNAPSHOTS_METADATA = 2;
+const UNDEFINE_NVRAM = 4;
+// Tried in order: a hypervisor that refuses a flag gets the next, smaller set.
+const UNDEFINE_FLAG_SETS = [
+  UNDEFINE_NVRAM | UNDEFINE_MANAGED_SAVE | UNDEFINE_SNAPSHOTS_METADATA,
+  UNDEFINE_NVRAM | UNDEFINE_MANAGED_SAVE,
+  UNDEFINE_NVRAM,
+] as const;
+
+interface Io {
+  readonly signal?: AbortSignal | undefined;
+}
+
+export async function deleteInstance(
+  ctx: ProviderContext,
+  id: string,
+  options?: { signal?: AbortSignal | undefined },
+): Promise<void> {
+  const { host, name } = parseInstanceId(id);
+  if (!ctx.config.hosts.some((h) => h.name === host)) {
+    // The host left the configuration: nothing kvm2 can reach is left to delete.
+    ctx.logger.warn({ instance: id, host }, 'delete: host is not configured; nothing to do');
+    return;
+  }
+  await ctx.tracer.startActiveSpan(
+    'provider.delete',
+    { attributes: { 'kvm2.instance': id } },
+    async (span) => {
+      try {
+        await ctx.locks.withLock(
+          `instance:${id}`,
+          (signal) => deleteLocked(ctx, host, name, { signal }),
+          { signal: options?.signal },
+        );
+      } catch (err) {
+        span.recordException(err as Error);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+        throw err;
+      } finally {
+        span.end();
+      }
+    },
+  );
+}
+
+async function deleteLocked(
+  ctx: ProviderContext,
+  host: string,
+  name: string,
+  io: Io,
+): Promise<void> {
+  const conn = await ctx.hosts.shared(host, io);
+  let dom: NonnullDomain | null = null;
+  try {
+    dom = (await conn.call(DomainLookupByName, { name }, io)).dom;
+  } catch (err) {
+    if (!isNoDomain(err)) throw err;
+  }
+  if (dom !== null) {
+    await requireOwned(conn, host, dom, io); // a foreign domain: permanent, untouched
+    await destroyIfActive(conn, dom, io);
+    await undefine(conn, dom, io);
+  }
+  const poolName = ctx.config.hosts.find((h) => h.name === host)?.pool ?? 'default';
+  const { pool } = await conn.call(StoragePoolLookupByName, { name: poolName }, io);
+  for (const volName of [overlayVolumeName(name), seedVolumeName(name)]) {
+    try {
+      const { vol } = await conn.call(StorageVolLookupByName, { pool, name: volName }, io);
+      await conn.call(StorageVolDelete, { vol, flags: 0 }, io);
+    } catch (err) {
+      if (!isNoVolume(err)) throw err;
+    }
+  }
+}
+
+async function destroyIfActive(conn: LibvirtConnection, dom: NonnullDomain, io: Io): Promise<void> {
+  try {
+    await conn.call(DomainDestroyFlags, { dom, flags: 0 }, io);
+  } catch (err) {
+    // Not running (55) or already gone (42): the state we want.
+    if (err instanceof LibvirtError && err.libvirtCode === VirErr.OPERATION_INVALID) return;
+    if (isNoDomain(err)) return;
+    throw err;
+  }
+}
+
+async function undefine(conn: LibvirtConnection, dom: NonnullDomain, io: Io): Promise<void> {
+  for (const flags of UNDEFINE_FLAG_SETS) {
+    try {
+      await conn.call(DomainUndefineFlags, { dom, flags }, io);
+      return;
+    } catch (err) {
+      if (isNoDomain(err)) return;
+      if (!isUnsupported(err)) throw err;
+    }
+  }
+  try {
+    await conn.call(DomainUndefine, { dom }, io);
+  } catch (err) {
+    if (!isNoDomain(err)) throw err;
+  }
+}
+
+function isUnsupported(err: unknown): boolean {
+  return (
+    err instanceof LibvirtError &&
+    (err.libvirtCode === VirErr.NO_SUPPORT ||
+      err.libvirtCode === VirErr.INVALID_ARG ||
+      err.libvirtCode === VirErr.ARGUMENT_UNSUPPORTED ||
+      err.libvirtCode === VirErr.OPERATION_UNSUPPORTED)
+  );
+}

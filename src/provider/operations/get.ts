@@ -1,0 +1,41 @@
+// get (SPEC §3): the instance as libvirt sees it now. Only libvirt's "no domain" is not_found;
+// identity is read back from the metadata every time; a cancelled read is transient (the
+// engine's CallAbortedError), never a false state.
+import { DomainLookupByName } from '../../libvirt/protocol.gen.js';
+import { hostConfig, type ProviderContext } from '../context.js';
+import { ProviderError } from '../errors.js';
+import { parseInstanceId } from '../ids.js';
+import { isNoDomain, readInstance, type Instance } from '../instance.js';
+
+export async function get(
+  ctx: ProviderContext,
+  id: string,
+  options?: { signal?: AbortSignal | undefined },
+): Promise<Instance> {
+  const { host, name } = parseInstanceId(id);
+  hostConfig(ctx, host);
+  return ctx.tracer.startActiveSpan(
+    'provider.get',
+    { attributes: { 'kvm2.instance': id } },
+    async (span) => {
+      try {
+        const io = { signal: options?.signal };
+        const conn = await ctx.hosts.shared(host, io);
+        let dom;
+        try {
+          ({ dom } = await conn.call(DomainLookupByName, { name }, io));
+        } catch (err) {
+          if (isNoDomain(err)) {
+            throw new ProviderError('ERR_NOT_FOUND', 'not_found', `no instance '${id}'`, {
+              cause: err,
+            });
+          }
+          throw err;
+        }
+        return await readInstance(conn, host, dom, io);
+      } finally {
+        span.end();
+      }
+    },
+  );
+}

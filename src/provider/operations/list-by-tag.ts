@@ -1,0 +1,73 @@
+// listByTag (SPEC §3): every kvm2 instance with a tag, across all hosts, from the domain list
+// and metadata only (no state or address reads; state says only active or not). A host that
+// cannot be listed fails the whole call: GC must never act on a partial view. One domain
+// whose metadata cannot be read is skipped with a warning.
+import { LibvirtError } from '../../libvirt/errors.js';
+import { ConnectListAllDomains } from '../../libvirt/protocol.gen.js';
+import type { ProviderContext } from '../context.js';
+import { ProviderError } from '../errors.js';
+import { readMetadata, toInstance, type Instance } from '../instance.js';
+
+export async function listByTag(
+  ctx: ProviderContext,
+  tag: string,
+  options?: { signal?: AbortSignal | undefined },
+): Promise<Instance[]> {
+  const io = { signal: options?.signal };
+  return ctx.tracer.startActiveSpan('provider.listByTag', async (span) => {
+    try {
+      const perHost = await Promise.all(
+        ctx.config.hosts.map(async ({ name: host }) => {
+          try {
+            return await listHost(ctx, host, tag, io);
+          } catch (err) {
+            throw new ProviderError(
+              'ERR_PARTIAL_VIEW',
+              (err as { kind?: 'transient' }).kind ?? 'transient',
+              `listByTag: host '${host}' could not be listed: ${(err as Error).message}`,
+              { cause: err },
+            );
+          }
+        }),
+      );
+      return perHost.flat();
+    } finally {
+      span.end();
+    }
+  });
+}
+
+async function listHost(
+  ctx: ProviderContext,
+  host: string,
+  tag: string,
+  io: { signal?: AbortSignal | undefined },
+): Promise<Instance[]> {
+  const conn = await ctx.hosts.shared(host, io);
+  const { domains } = await conn.call(ConnectListAllDomains, { needResults: 1, flags: 0 }, io);
+  // All metadata reads go out at once; the engine keeps the daemon's window.
+  const metas = await Promise.all(
+    domains.map(async (dom) => {
+      try {
+        return await readMetadata(conn, dom, io);
+      } catch (err) {
+        // The link failed: the view would be partial. A libvirt refusal or malformed metadata
+        // concerns this one domain.
+        const malformed = (err as { code?: string }).code === 'ERR_XML_METADATA_MALFORMED';
+        if (!(err instanceof LibvirtError) && !malformed) throw err;
+        ctx.logger.warn(
+          { host, domain: dom.name, err: (err as Error).message },
+          'listByTag: metadata unreadable; skipped',
+        );
+        return null;
+      }
+    }),
+  );
+  const out: Instance[] = [];
+  domains.forEach((dom, i) => {
+    const meta = metas[i];
+    if (meta === null || meta === undefined || meta.tag !== tag) return;
+    out.push(toInstance(host, dom.name, meta, dom.id === -1 ? 'stopped' : 'running'));
+  });
+  return out;
+}

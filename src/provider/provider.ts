@@ -1,0 +1,43 @@
+// The provider contract (SPEC §3) as one object: create, get, delete, listByTag, check. It
+// never imports BullMQ; the queue layer turns its error kinds into retries.
+import type { Kvm2Config } from './config/schema.js';
+import { createContext, type ContextOptions, type ProviderContext } from './context.js';
+import type { Instance } from './instance.js';
+import { create } from './operations/create.js';
+import { deleteInstance } from './operations/delete.js';
+import { get } from './operations/get.js';
+import { listByTag } from './operations/list-by-tag.js';
+import type { CreateRequest } from './request.js';
+
+export interface OperationOptions {
+  readonly signal?: AbortSignal | undefined;
+}
+
+export class Provider {
+  readonly ctx: ProviderContext;
+
+  constructor(config: Kvm2Config, options?: ContextOptions) {
+    this.ctx = createContext(config, options);
+  }
+
+  create(request: CreateRequest, options?: OperationOptions): Promise<Instance> {
+    return create(this.ctx, request, options);
+  }
+
+  get(id: string, options?: OperationOptions): Promise<Instance> {
+    return get(this.ctx, id, options);
+  }
+
+  delete(id: string, options?: OperationOptions): Promise<void> {
+    return deleteInstance(this.ctx, id, options);
+  }
+
+  listByTag(tag: string, options?: OperationOptions): Promise<Instance[]> {
+    return listByTag(this.ctx, tag, options);
+  }
+
+  /** Closes the shared connections. */
+  close(): Promise<void> {
+    return this.ctx.hosts.close();
+  }
+}

@@ -1,0 +1,52 @@
+// What a create asks for (SPEC §3 step 1), validated once with zod. Messages name the field
+// (`request.name: …`) and never echo values: user-data may hold secrets.
+import { z } from 'zod';
+import { ProviderError } from './errors.js';
+import { NAME_PATTERN, UID_PATTERN } from './ids.js';
+
+/** cloud-init reads user-data of any size, but a seed is a disk image built in memory. */
+export const USER_DATA_MAX_BYTES = 1024 * 1024;
+
+const positiveInt = z.number().int('must be a whole number').positive('must be positive');
+
+export const createRequestSchema = z
+  .strictObject({
+    host: z.string().regex(NAME_PATTERN, 'must be a host name from the configuration').optional(),
+    zone: z.string().regex(NAME_PATTERN, 'must be a zone name from the configuration').optional(),
+    name: z
+      .string()
+      .regex(
+        NAME_PATTERN,
+        'must be a DNS label: a-z, 0-9 and dashes, 1 to 63, no dash at the ends',
+      ),
+    uid: z.string().regex(UID_PATTERN, 'must be a lowercase UUID made by the producer'),
+    image: z.string().min(1, 'must name an image from the configuration'),
+    tag: z.string().max(253, 'must be at most 253 characters').default(''),
+    userData: z
+      .string()
+      .refine((s) => Buffer.byteLength(s) <= USER_DATA_MAX_BYTES, {
+        message: `must be at most ${USER_DATA_MAX_BYTES} bytes`,
+      })
+      .default(''),
+    networkConfig: z.string().max(65536, 'must be at most 65536 characters').optional(),
+    vcpus: positiveInt.max(256, 'must be at most 256').optional(),
+    memoryMiB: positiveInt.max(4 * 1024 * 1024, 'must be at most 4 TiB').optional(),
+    diskGiB: positiveInt.max(64 * 1024, 'must be at most 64 TiB').optional(),
+  })
+  .refine((r) => (r.host === undefined) !== (r.zone === undefined), {
+    message: 'name exactly one of host and zone',
+    path: ['host'],
+  });
+
+export type CreateRequest = z.input<typeof createRequestSchema>;
+export type ValidCreateRequest = z.output<typeof createRequestSchema>;
+
+export function parseCreateRequest(input: unknown): ValidCreateRequest {
+  const result = createRequestSchema.safeParse(input);
+  if (result.success) return result.data;
+  const issues = result.error.issues.map((i) => {
+    const at = i.path.length === 0 ? 'request' : `request.${i.path.map(String).join('.')}`;
+    return `${at}: ${i.message}`;
+  });
+  throw new ProviderError('ERR_INVALID_REQUEST', 'permanent', issues.join('; '));
+}

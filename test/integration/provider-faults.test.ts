@@ -1,0 +1,157 @@
+// The provider when the world misbehaves: a pool too small for the image, and libvirtd
+// restarted in the middle of a create. Real libvirtd through the harness's sshd.
+import { execFile } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { parseConfig } from '../../src/provider/config/load.js';
+import { newUid } from '../../src/provider/ids.js';
+import { Provider } from '../../src/provider/provider.js';
+import { startImageServer, type ImageServer } from '../harness/image-server.js';
+import { restartLibvirtd } from '../harness/libvirtd.js';
+import {
+  domainExists,
+  isolatedNetwork,
+  poolVolumes,
+  type TestNetwork,
+} from '../harness/libvirt-objects.js';
+import { startSshd, type Sshd } from '../harness/sshd.js';
+import { uniqueName, virsh } from '../harness/virsh.js';
+
+const run = promisify(execFile);
+
+let sshd: Sshd;
+let images: ImageServer;
+let net: TestNetwork;
+let dir: string;
+let basesBefore: string[] = [];
+
+beforeAll(async () => {
+  basesBefore = (await poolVolumes()).filter((v) => v.startsWith('kvm2-base-'));
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvm2-pfaults-'));
+  sshd = await startSshd();
+  images = await startImageServer();
+  net = await isolatedNetwork('kvm2-pfnet');
+}, 60_000);
+
+afterAll(async () => {
+  for (const v of await poolVolumes()) {
+    if (v.startsWith('kvm2-base-') && !basesBefore.includes(v)) {
+      await virsh(['vol-delete', '--pool', 'default', v]).catch(() => undefined);
+    }
+  }
+  await net?.remove();
+  await images?.close();
+  await sshd?.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function hostConfig(pool = 'default') {
+  return {
+    name: 'h1',
+    uri: sshd.uri('/system'),
+    pool,
+    network: net.name,
+    domainType: 'qemu' as const,
+    cpuMode: 'none' as const,
+  };
+}
+
+it('a pool too small for the image: quota_exceeded before anything is written', async () => {
+  // A dir pool on a 4 MiB tmpfs of its own, and a 16 MiB image.
+  const mnt = path.join(dir, 'small');
+  fs.mkdirSync(mnt);
+  await run('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', mnt]);
+  const pool = uniqueName('kvm2-small').slice(0, 40);
+  try {
+    await virsh(['pool-define-as', pool, 'dir', '--target', mnt]);
+    await virsh(['pool-start', pool]);
+    images.serve('/big.raw', { data: crypto.randomBytes(16 << 20) });
+    const provider = new Provider(
+      parseConfig({
+        hosts: [hostConfig(pool)],
+        images: { big: { url: images.url('/big.raw'), format: 'raw' } },
+        defaults: { vcpus: 1, memoryMiB: 64, diskGiB: 1 },
+      }),
+    );
+    try {
+      const err = await provider
+        .create({ host: 'h1', name: 'kvm2-quota', uid: newUid(), image: 'big' })
+        .catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'ERR_POOL_FULL', kind: 'quota_exceeded' });
+      expect((err as Error).message).toMatch(/pool '.*' on host 'h1' has \d+ bytes free/);
+      expect(await poolVolumes(pool)).toEqual([]);
+      expect(fs.readdirSync(mnt)).toEqual([]);
+      expect(images.stats('/big.raw').gets).toBe(0); // sized by HEAD, never downloaded
+      expect(await domainExists('kvm2-quota')).toBe(false);
+    } finally {
+      await provider.close();
+    }
+  } finally {
+    await virsh(['pool-destroy', pool]).catch(() => undefined);
+    await virsh(['pool-undefine', pool]).catch(() => undefined);
+    await run('umount', [mnt]).catch(() => undefined);
+  }
+});
+
+it('libvirtd restarted in the middle of a create: transient, and the retry leaves one domain and no leaked volume', async () => {
+  const image = path.join(dir, 'img.qcow2');
+  await run('qemu-img', ['create', '-q', '-f', 'qcow2', image, '64M']);
+  // Pad the file so the download takes several chunks: qcow2 ignores trailing bytes.
+  fs.appendFileSync(image, crypto.randomBytes(6 << 20));
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  images.serve('/restart.qcow2', {
+    file: image,
+    stall: { afterBytes: 2 << 20, until: () => released, timeoutMs: 60_000 },
+  });
+  const provider = new Provider(
+    parseConfig({
+      hosts: [hostConfig()],
+      images: { rs: { url: images.url('/restart.qcow2'), format: 'qcow2' } },
+      defaults: { vcpus: 1, memoryMiB: 128, diskGiB: 1 },
+    }),
+  );
+  const name = uniqueName('kvm2-rs')
+    .replace(/[^a-z0-9-]/g, '')
+    .slice(0, 40);
+  const uid = newUid();
+  try {
+    const first = provider.create({ host: 'h1', name, uid, image: 'rs' }).catch((e: unknown) => e);
+    // Wait until the image is half way through, then take the daemon away under it.
+    const deadline = Date.now() + 20_000;
+    while (images.stats('/restart.qcow2').bytesSent < 2 << 20 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await restartLibvirtd();
+    release();
+    const err = await first;
+    expect(err).toBeInstanceOf(Error);
+    expect(err).toMatchObject({ kind: 'transient' });
+
+    const inst = await provider.create({ host: 'h1', name, uid, image: 'rs' });
+    expect(inst.uid).toBe(uid);
+    expect((await virsh(['domstate', name])).trim()).toBe('running');
+    const domains = (await virsh(['list', '--all', '--name']))
+      .split('\n')
+      .filter((n) => n.trim() === name);
+    expect(domains).toHaveLength(1);
+    const vols = await poolVolumes();
+    expect(vols.filter((v) => v.includes(name)).sort()).toEqual(
+      [`kvm2-${name}-seed.iso`, `kvm2-${name}.qcow2`].sort(),
+    );
+    // Exactly one base and one marker for this image: the half-made base did not survive.
+    const newBases = vols.filter((v) => v.startsWith('kvm2-base-') && !basesBefore.includes(v));
+    expect(newBases).toHaveLength(2);
+
+    await provider.delete(`h1/${name}`);
+    expect((await poolVolumes()).filter((v) => v.includes(name))).toEqual([]);
+  } finally {
+    release();
+    await provider.delete(`h1/${name}`).catch(() => undefined);
+    await provider.close();
+  }
+}, 120_000);
