@@ -17,6 +17,7 @@ import { LibvirtConnection } from '../../src/libvirt/connection.js';
 import { ConnectGetLibVersion } from '../../src/libvirt/protocol.gen.js';
 import { parseLibvirtUri } from '../../src/libvirt/uri.js';
 import { startSshd } from '../../test/harness/sshd.js';
+import { cClientUri, median } from '../lib/virsh-ssh.js';
 
 const run = promisify(execFile);
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -31,11 +32,6 @@ const ROUNDS = arg('rounds', 3);
 const UPLOAD_MIB = arg('upload-mib', 1024);
 const SKIP_UPLOAD = process.argv.includes('--skip-upload');
 const ONLY_UPLOAD = process.argv.includes('--only-upload');
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] ?? NaN;
-}
 
 /** Median of each side over ROUNDS, the two measured alternately. */
 async function sideBySide(
@@ -248,15 +244,8 @@ async function main(): Promise<void> {
   if (!ONLY_UPLOAD) {
     await rpcSection('unix socket', 'qemu:///system', 'qemu:///system', false);
     const sshd = await startSshd();
-    // libvirt's C client runs the ssh binary: point it at the harness's known_hosts.
-    const wrapper = path.join(sshd.dir, 'ssh-wrapper');
-    fs.writeFileSync(
-      wrapper,
-      `#!/bin/sh\nexec ssh -o UserKnownHostsFile=${sshd.knownHostsPath} -o StrictHostKeyChecking=yes "$@"\n`,
-      { mode: 0o755 },
-    );
     try {
-      const cUri = `qemu+ssh://root@127.0.0.1:${sshd.port}/system?keyfile=${sshd.clientKeyPath}&command=${wrapper}&no_tty=1`;
+      const cUri = cClientUri(sshd);
       await rpcSection('ssh', sshd.uri('/system'), cUri, true);
     } finally {
       await sshd.stop();

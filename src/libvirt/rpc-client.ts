@@ -196,6 +196,7 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
       this.destroy(new LinkInterruptedError(`${this.host}: upload ${proc.name} was abandoned`));
     };
     signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) onAbort();
     try {
       const header: PacketHeader = {
         prog: proc.program,
@@ -226,6 +227,18 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
       sink.throwIfFailed();
       this.write(encodePrefix({ ...header, status: MessageStatus.OK }, 0));
       await sink.finished;
+    } catch (err) {
+      // The source failed (or we did) with the daemon's stream still open: without a finish
+      // the daemon would keep the volume busy until the link closed. Closing it is the abort.
+      // A failure the daemon reported has already closed its side.
+      if (!this.down && !sink.failed) {
+        this.destroy(
+          new LinkInterruptedError(`${this.host}: upload ${proc.name} failed before its end`, {
+            cause: err,
+          }),
+        );
+      }
+      throw err;
     } finally {
       signal?.removeEventListener('abort', onAbort);
       this.streams.delete(serial);
@@ -250,6 +263,7 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
       this.destroy(new LinkInterruptedError(`${this.host}: download ${proc.name} was abandoned`));
     };
     signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) onAbort();
     try {
       for (;;) {
         const chunk = await sink.next();
@@ -370,14 +384,15 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
       this.settle(call, err);
       return;
     }
+    // The link goes down first, so settling this call cannot send a queued one onto it.
     this.pending.delete(call.serial);
-    this.settle(call, err);
     this.destroy(
       new LinkInterruptedError(
         `${this.host}: link dropped because call ${call.proc.name} was abandoned`,
         { cause: err },
       ),
     );
+    this.settle(call, err);
   }
 
   private settle(call: PendingCall, err: Error | undefined, value?: unknown): void {

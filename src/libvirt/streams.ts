@@ -100,6 +100,10 @@ export class UploadSink implements StreamSink {
     this.failListeners.delete(l);
   }
 
+  get failed(): boolean {
+    return this.failure !== undefined;
+  }
+
   throwIfFailed(): void {
     if (this.failure !== undefined) throw this.failure;
   }

@@ -2,5 +2,5 @@
 // host, filled once per host and image, and the bytes a fill still needs for the pool-space
 // precheck. The parts live in ./image/: names and lookups, the fill, HTTP, libvirt volumes.
 export { baseVolumeName, markerVolumeName, type BaseImage } from './image/base-image.js';
-export { ensureBaseImage, imagePendingBytes } from './image/cache.js';
+export { ensureBaseImage, findBaseImage, imagePendingBytes } from './image/cache.js';
 export { ImageContentError } from './image/fill.js';

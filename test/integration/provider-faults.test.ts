@@ -10,6 +10,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parseConfig } from '../../src/provider/config/load.js';
 import { newUid } from '../../src/provider/ids.js';
 import { Provider } from '../../src/provider/provider.js';
+import { KVM2_XMLNS } from '../../src/provider/xml/metadata.js';
 import { startImageServer, type ImageServer } from '../harness/image-server.js';
 import { restartLibvirtd } from '../harness/libvirtd.js';
 import {
@@ -135,10 +136,10 @@ it('libvirtd restarted in the middle of a create: transient, and the retry leave
     const inst = await provider.create({ host: 'h1', name, uid, image: 'rs' });
     expect(inst.uid).toBe(uid);
     expect((await virsh(['domstate', name])).trim()).toBe('running');
-    const domains = (await virsh(['list', '--all', '--name']))
-      .split('\n')
-      .filter((n) => n.trim() === name);
-    expect(domains).toHaveLength(1);
+    // The domain is the one this create made (its uid), and the only kvm2 instance the run
+    // produced: no second name, no stray definition.
+    expect(await virsh(['metadata', name, '--uri', KVM2_XMLNS])).toContain(`uid="${uid}"`);
+    expect((await provider.listByTag('')).filter((i) => i.uid === uid)).toHaveLength(1);
     const vols = await poolVolumes();
     expect(vols.filter((v) => v.includes(name)).sort()).toEqual(
       [`kvm2-${name}-seed.iso`, `kvm2-${name}.qcow2`].sort(),

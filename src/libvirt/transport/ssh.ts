@@ -137,7 +137,9 @@ export async function dialSsh(target: LibvirtTarget, opts: DialOptions = {}): Pr
     ]);
 
     stage = 'tcp';
-    const sock = (socket = net.connect({ host: address.address, port: ssh.port }));
+    // noDelay: RPC frames are small and latency-bound; with Nagle, a small frame written after
+    // another (a stream's finish after its data) waits ~40 ms for the peer's delayed ACK.
+    const sock = (socket = net.connect({ host: address.address, port: ssh.port, noDelay: true }));
     await Promise.race([
       new Promise<void>((resolve, reject) => {
         const onError = (err: NodeJS.ErrnoException): void =>

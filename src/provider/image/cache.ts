@@ -55,22 +55,37 @@ async function lookupPool(
   return (await conn.call(StoragePoolLookupByName, { name }, { signal })).pool;
 }
 
-/** The cached base volume, filling it first when absent. */
-export async function ensureBaseImage(
+/** The cached base volume, or undefined when it is not (completely) there. Never fills. */
+export async function findBaseImage(
   ctx: ProviderContext,
   host: string,
   imageName: string,
-  opts: { signal?: AbortSignal },
-): Promise<BaseImage> {
+  opts: { signal?: AbortSignal | undefined },
+): Promise<BaseImage | undefined> {
   const signal = opts.signal ?? new AbortController().signal;
   signal.throwIfAborted();
   const entry = cacheEntry(ctx, host, imageName);
   const conn = await ctx.hosts.shared(host, { signal });
   const pool = await lookupPool(conn, entry.poolName, signal);
   const found = await lookup(conn, pool, entry, signal);
-  if (found.cached) return describeBase(conn, found.base, entry, found.sha256, signal);
+  return found.cached ? describeBase(conn, found.base, entry, found.sha256, signal) : undefined;
+}
+
+/** The cached base volume, filling it first when absent. */
+export async function ensureBaseImage(
+  ctx: ProviderContext,
+  host: string,
+  imageName: string,
+  opts: { signal?: AbortSignal | undefined },
+): Promise<BaseImage> {
+  const cached = await findBaseImage(ctx, host, imageName, opts);
+  if (cached !== undefined) return cached;
+  const signal = opts.signal ?? new AbortController().signal;
+  const entry = cacheEntry(ctx, host, imageName);
+  const pool = await lookupPool(await ctx.hosts.shared(host, { signal }), entry.poolName, signal);
   return ctx.locks.withLock(
-    `image:${host}:${imageName}`,
+    // Keyed by the base volume: two image names with one digest share one base and one fill.
+    `image:${host}:${entry.baseName}`,
     async (lockSignal) => {
       const locked = await ctx.hosts.shared(host, { signal: lockSignal });
       // The refresh makes libvirt list files it has not seen (a fill cut short by a daemon

@@ -27,9 +27,21 @@ import {
 } from '../../libvirt/protocol.gen.js';
 import { hostConfig, imageConfig, type ProviderContext } from '../context.js';
 import { ProviderError } from '../errors.js';
-import { ensureBaseImage, imagePendingBytes, type BaseImage } from '../image-cache.js';
+import {
+  ensureBaseImage,
+  findBaseImage,
+  imagePendingBytes,
+  type BaseImage,
+} from '../image-cache.js';
 import { formatInstanceId, overlayVolumeName, seedVolumeName } from '../ids.js';
-import { isNoDomain, isNoVolume, readInstance, readMetadata, type Instance } from '../instance.js';
+import {
+  asOperationError,
+  isNoDomain,
+  isNoVolume,
+  readInstance,
+  readMetadata,
+  type Instance,
+} from '../instance.js';
 import { parseCreateRequest, type ValidCreateRequest } from '../request.js';
 import { buildSeed } from '../seed/seed.js';
 import { DomainState } from '../state.js';
@@ -64,11 +76,13 @@ export async function create(
     { attributes: { 'kvm2.instance': id, 'kvm2.host': host, 'kvm2.image': req.image } },
     async (span) => {
       try {
-        const instance = await ctx.locks.withLock(
-          `instance:${id}`,
-          (signal) => createLocked(ctx, host, req, { signal }),
-          { signal: options?.signal },
-        );
+        const instance = await ctx.locks
+          .withLock(`instance:${id}`, (signal) => createLocked(ctx, host, req, { signal }), {
+            signal: options?.signal,
+          })
+          .catch((err: unknown) => {
+            throw asOperationError(err);
+          });
         span.end();
         return instance;
       } catch (err) {
@@ -132,8 +146,11 @@ async function makeDomain(
     ...(req.networkConfig === undefined ? {} : { networkConfig: req.networkConfig }),
   });
 
-  // 3: nothing is written when the image and seed cannot fit.
-  const pending = (await imagePendingBytes(ctx, host, req.image, io)) + seed.length;
+  // 3: nothing is written when the image and seed cannot fit. (Reading a marker costs the
+  // daemon an iohelper process, ~45 ms: a cache hit is looked up once.)
+  const cached = await findBaseImage(ctx, host, req.image, io);
+  const imageBytes = cached === undefined ? await imagePendingBytes(ctx, host, req.image, io) : 0;
+  const pending = imageBytes + seed.length;
   const { available } = await conn.call(StoragePoolGetInfo, { pool }, io);
   if (BigInt(pending) > available) {
     throw new ProviderError(
@@ -144,10 +161,17 @@ async function makeDomain(
   }
 
   // 4–6
-  const base = await ensureBaseImage(ctx, host, req.image, io);
+  const base = cached ?? (await ensureBaseImage(ctx, host, req.image, io));
   const diskGiB = req.diskGiB ?? ctx.config.defaults.diskGiB;
-  const overlayPath = await ensureOverlay(conn, host, pool, req.name, base, diskGiB, io);
-  const seedPath = await uploadSeed(conn, pool, req.name, seed, io);
+  // Independent volumes, made side by side; both settle before we go on or fail, so nothing
+  // runs on after the lock is released.
+  const [overlay, seedVol] = await Promise.allSettled([
+    ensureOverlay(conn, host, pool, req.name, base, diskGiB, io),
+    uploadSeed(conn, pool, req.name, seed, io),
+  ]);
+  if (overlay.status === 'rejected') throw overlay.reason;
+  if (seedVol.status === 'rejected') throw seedVol.reason;
+  const [overlayPath, seedPath] = [overlay.value, seedVol.value];
 
   // 7: the metadata goes in with the define, so the domain is never unowned.
   const xml = buildDomainXml({
@@ -267,18 +291,28 @@ async function startAndWait(
 ): Promise<void> {
   const before = await conn.call(DomainGetState, { dom, flags: 0 }, io);
   if (before.state === DomainState.RUNNING) return;
-  if (before.state === DomainState.PAUSED || before.state === DomainState.PMSUSPENDED) {
+  const startingUp = before.state === DomainState.PAUSED && before.reason === PAUSED_STARTING_UP;
+  if (
+    (before.state === DomainState.PAUSED && !startingUp) ||
+    before.state === DomainState.PMSUSPENDED
+  ) {
     throw new ProviderError(
       'ERR_DOMAIN_NOT_RUNNING',
       'permanent',
       `domain '${dom.name}' on host '${host}' is ${stateName(before.state)} (reason ${before.reason}): an administrator's doing, kvm2 will not resume it`,
     );
   }
-  try {
-    await conn.call(DomainCreateWithFlags, { dom, flags: 0 }, io);
-  } catch (err) {
-    // A concurrent start (another worker adopting) is fine: the wait below decides.
-    if (!(err instanceof LibvirtError && err.libvirtCode === VirErr.OPERATION_INVALID)) throw err;
+  if (!startingUp) {
+    try {
+      await conn.call(DomainCreateWithFlags, { dom, flags: 0 }, io);
+    } catch (err) {
+      // "already active": another worker adopting started it; the wait below decides. Any
+      // other refusal (an inactive network, say) is libvirt's own answer: pass it on.
+      if (!(err instanceof LibvirtError && err.libvirtCode === VirErr.OPERATION_INVALID)) throw err;
+      const now = await conn.call(DomainGetState, { dom, flags: 0 }, io);
+      const coming = now.state === DomainState.PAUSED && now.reason === PAUSED_STARTING_UP;
+      if (now.state !== DomainState.RUNNING && !coming) throw err;
+    }
   }
   const deadline = Date.now() + START_WAIT_MS;
   for (;;) {

@@ -18,7 +18,7 @@ import {
 } from '../../libvirt/protocol.gen.js';
 import type { ProviderContext } from '../context.js';
 import { overlayVolumeName, parseInstanceId, seedVolumeName } from '../ids.js';
-import { isNoDomain, isNoVolume, requireOwned } from '../instance.js';
+import { asOperationError, isNoDomain, isNoVolume, requireOwned } from '../instance.js';
 
 const UNDEFINE_MANAGED_SAVE = 1;
 const UNDEFINE_SNAPSHOTS_METADATA = 2;
@@ -76,23 +76,28 @@ async function deleteLocked(
   let dom: NonnullDomain | null = null;
   try {
     dom = (await conn.call(DomainLookupByName, { name }, io)).dom;
-  } catch (err) {
-    if (!isNoDomain(err)) throw err;
-  }
-  if (dom !== null) {
     await requireOwned(conn, host, dom, io); // a foreign domain: permanent, untouched
-    await destroyIfActive(conn, dom, io);
-    await undefine(conn, dom, io);
+  } catch (err) {
+    if (!isNoDomain(err)) throw asOperationError(err);
+    dom = null; // gone, or went between the lookup and the metadata read
   }
-  const poolName = ctx.config.hosts.find((h) => h.name === host)?.pool ?? 'default';
-  const { pool } = await conn.call(StoragePoolLookupByName, { name: poolName }, io);
-  for (const volName of [overlayVolumeName(name), seedVolumeName(name)]) {
-    try {
-      const { vol } = await conn.call(StorageVolLookupByName, { pool, name: volName }, io);
-      await conn.call(StorageVolDelete, { vol, flags: 0 }, io);
-    } catch (err) {
-      if (!isNoVolume(err)) throw err;
+  // Disks go before the definition: a delete cut short leaves an owned domain, which a later
+  // create with another uid refuses, never an orphan overlay that it could boot from.
+  if (dom !== null) await destroyIfActive(conn, dom, io);
+  try {
+    const poolName = ctx.config.hosts.find((h) => h.name === host)?.pool ?? 'default';
+    const { pool } = await conn.call(StoragePoolLookupByName, { name: poolName }, io);
+    for (const volName of [overlayVolumeName(name), seedVolumeName(name)]) {
+      try {
+        const { vol } = await conn.call(StorageVolLookupByName, { pool, name: volName }, io);
+        await conn.call(StorageVolDelete, { vol, flags: 0 }, io);
+      } catch (err) {
+        if (!isNoVolume(err)) throw err;
+      }
     }
+    if (dom !== null) await undefine(conn, dom, io);
+  } catch (err) {
+    throw asOperationError(err);
   }
 }
 

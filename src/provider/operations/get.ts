@@ -5,7 +5,7 @@ import { DomainLookupByName } from '../../libvirt/protocol.gen.js';
 import { hostConfig, type ProviderContext } from '../context.js';
 import { ProviderError } from '../errors.js';
 import { parseInstanceId } from '../ids.js';
-import { isNoDomain, readInstance, type Instance } from '../instance.js';
+import { asOperationError, isNoDomain, readInstance, type Instance } from '../instance.js';
 
 export async function get(
   ctx: ProviderContext,
@@ -32,7 +32,9 @@ export async function get(
           }
           throw err;
         }
-        return await readInstance(conn, host, dom, io);
+        return await readInstance(conn, host, dom, io).catch((err: unknown) => {
+          throw asOperationError(err);
+        });
       } finally {
         span.end();
       }

@@ -1,0 +1,78 @@
+// Engine rules that need a daemon to misbehave on cue, so a fake one on an in-memory pair:
+// a queued call that is abandoned fails alone; an upload whose source throws closes the link
+// (the daemon's stream would otherwise stay open).
+import type { Duplex } from 'node:stream';
+import { expect, it } from 'vitest';
+import { CallAbortedError } from '../../src/libvirt/errors.js';
+import { FrameDecoder, encodePrefix, type PacketHeader } from '../../src/libvirt/packet.js';
+import { ConnectGetHostname, StorageVolUpload } from '../../src/libvirt/protocol.gen.js';
+import { RpcClient } from '../../src/libvirt/rpc-client.js';
+import { duplexPair } from '../fakes/duplex-pair.js';
+
+/** Records the calls the client sends; answers them when told. */
+function fakeDaemon(daemon: Duplex): {
+  calls: PacketHeader[];
+  reply(h: PacketHeader, payload: Buffer): void;
+} {
+  const calls: PacketHeader[] = [];
+  const decoder = new FrameDecoder((h) => {
+    if (h.type === 0) calls.push(h);
+  });
+  daemon.on('data', (d: Buffer) => decoder.push(d));
+  return {
+    calls,
+    reply: (h, payload) =>
+      daemon.write(
+        Buffer.concat([encodePrefix({ ...h, type: 1, status: 0 }, payload.length), payload]),
+      ),
+  };
+}
+
+const hostname = (s: string): Buffer => {
+  const b = Buffer.alloc(4 + Math.ceil(s.length / 4) * 4);
+  b.writeUInt32BE(s.length, 0);
+  b.write(s, 4);
+  return b;
+};
+
+it('a queued call whose signal fires fails alone; the link and the call on the wire go on', async () => {
+  const [ours, theirs] = duplexPair();
+  const daemon = fakeDaemon(theirs);
+  const client = new RpcClient(ours, { host: 'fake', maxInFlight: 1 });
+  try {
+    const first = client.call(ConnectGetHostname, undefined);
+    const ac = new AbortController();
+    const queued = client.call(ConnectGetHostname, undefined, { signal: ac.signal });
+    await new Promise((r) => setImmediate(r));
+    expect(daemon.calls).toHaveLength(1); // the second never left the process
+    ac.abort();
+    await expect(queued).rejects.toBeInstanceOf(CallAbortedError);
+    expect(client.isDown).toBe(false);
+    daemon.reply(daemon.calls[0]!, hostname('h1'));
+    await expect(first).resolves.toEqual({ hostname: 'h1' });
+    expect(daemon.calls).toHaveLength(1);
+  } finally {
+    client.destroy();
+  }
+});
+
+it('an upload whose source throws closes the link and rejects with the source error', async () => {
+  const [ours, theirs] = duplexPair();
+  const daemon = fakeDaemon(theirs);
+  const client = new RpcClient(ours, { host: 'fake' });
+  async function* failing(): AsyncGenerator<Buffer> {
+    yield Buffer.alloc(1000);
+    await new Promise((r) => setImmediate(r));
+    throw new Error('image server went away');
+  }
+  const vol = { pool: 'default', name: 'v', key: 'k' };
+  const upload = client.upload(
+    StorageVolUpload,
+    { vol, offset: 0n, length: 0n, flags: 0 },
+    failing(),
+  );
+  await new Promise((r) => setImmediate(r));
+  daemon.reply(daemon.calls[0]!, Buffer.alloc(0)); // the call's reply: the stream is open
+  await expect(upload).rejects.toThrow('image server went away');
+  expect(client.isDown).toBe(true);
+});
