@@ -1,0 +1,247 @@
+// Redis keyed locks (SPEC §8) against the harness's real redis-server. Every key lives under a
+// random prefix of this run and is deleted after each test. Two RedisLocks on two connections
+// stand for two worker processes; a third connection, disconnected mid-lease, for a dead one.
+import { randomBytes } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { LockLostError, RedisLocks } from '../../workers/locks.js';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const prefix = `kvm2test:${randomBytes(6).toString('hex')}`;
+const POLL = { pollMinMs: 5, pollMaxMs: 40 };
+
+let clientA: Redis;
+let clientB: Redis;
+let locksA: RedisLocks;
+let locksB: RedisLocks;
+
+beforeAll(() => {
+  clientA = new Redis(REDIS_URL);
+  clientB = new Redis(REDIS_URL);
+  locksA = new RedisLocks({ client: clientA, prefix, ttlMs: 1_000, ...POLL });
+  locksB = new RedisLocks({ client: clientB, prefix, ttlMs: 1_000, ...POLL });
+});
+
+async function keysOfRun(): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await clientA.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    found.push(...batch);
+  } while (cursor !== '0');
+  return found;
+}
+
+afterEach(async () => {
+  const keys = await keysOfRun();
+  if (keys.length > 0) await clientA.del(...keys);
+});
+
+afterAll(async () => {
+  await Promise.all([clientA.quit(), clientB.quit()]);
+});
+
+interface Span {
+  readonly who: string;
+  readonly enter: number;
+  readonly exit: number;
+}
+
+function overlaps(a: Span, b: Span): boolean {
+  return a.enter < b.exit && b.enter < a.exit;
+}
+
+function lostError(err: unknown): LockLostError {
+  expect(err).toBeInstanceOf(LockLostError);
+  return err as LockLostError;
+}
+
+describe('RedisLocks', () => {
+  it('never runs two holders of one key at once, across connections', async () => {
+    const spans: Span[] = [];
+    const run = (locks: RedisLocks, who: string): Promise<void> =>
+      locks.withLock('i-same', async () => {
+        const enter = performance.now();
+        await delay(30);
+        spans.push({ who, enter, exit: performance.now() });
+      });
+    await Promise.all([0, 1, 2, 3].flatMap((i) => [run(locksA, `a${i}`), run(locksB, `b${i}`)]));
+
+    expect(spans).toHaveLength(8);
+    for (const [i, a] of spans.entries()) {
+      for (const b of spans.slice(i + 1)) expect(overlaps(a, b), `${a.who}/${b.who}`).toBe(false);
+    }
+    expect(await keysOfRun()).toEqual([]);
+  });
+
+  it('runs holders of different keys concurrently', async () => {
+    const spans: Span[] = [];
+    const run = (locks: RedisLocks, key: string): Promise<void> =>
+      locks.withLock(key, async () => {
+        const enter = performance.now();
+        await delay(150);
+        spans.push({ who: key, enter, exit: performance.now() });
+      });
+    await Promise.all([run(locksA, 'i-x'), run(locksB, 'i-y')]);
+
+    const [x, y] = spans;
+    expect(x !== undefined && y !== undefined && overlaps(x, y)).toBe(true);
+  });
+
+  it('tryAcquire answers null at once while the key is held, a lease once released', async () => {
+    const held = await locksA.tryAcquire('i-try', { ttlMs: 60 });
+    expect(held).not.toBeNull();
+    expect(await clientB.exists(locksA.lockKey('i-try'))).toBe(1);
+
+    const started = performance.now();
+    expect(await locksB.tryAcquire('i-try')).toBeNull();
+    expect(performance.now() - started).toBeLessThan(50);
+
+    expect(await held?.release()).toBe(true);
+    expect(await held?.release()).toBe(true); // idempotent: the first call's answer
+    const next = await locksB.tryAcquire('i-try');
+    expect(next).not.toBeNull();
+    expect(await next?.release()).toBe(true);
+
+    // Released means no timer is left: well past the 60 ms TTL, no loss is reported.
+    await delay(150);
+    expect(held?.signal.aborted).toBe(false);
+    expect(await keysOfRun()).toEqual([]);
+  });
+
+  it('renews the lock while fn runs longer than the TTL', async () => {
+    const shortA = new RedisLocks({ client: clientA, prefix, ttlMs: 300, ...POLL });
+    const key = shortA.lockKey('i-long');
+    const ttls: number[] = [];
+    let intruders = 0;
+    let fnSignal: AbortSignal | undefined;
+
+    await shortA.withLock('i-long', async (signal) => {
+      fnSignal = signal;
+      const until = performance.now() + 1_000;
+      while (performance.now() < until) {
+        ttls.push(await clientB.pttl(key));
+        const lease = await locksB.tryAcquire('i-long');
+        if (lease !== null) {
+          intruders++;
+          await lease.release();
+        }
+        await delay(40);
+      }
+    });
+
+    expect(ttls.length).toBeGreaterThan(15);
+    expect(ttls.every((ms) => ms > 0)).toBe(true);
+    expect(intruders).toBe(0);
+    expect(fnSignal?.aborted).toBe(false);
+    expect(await clientB.exists(key)).toBe(0);
+  });
+
+  it('fires the signal with ERR_LOCK_LOST within ~ttl/3 when the key is deleted', async () => {
+    const shortA = new RedisLocks({ client: clientA, prefix, ttlMs: 300, ...POLL });
+    let lostAfter = Number.NaN;
+
+    const outcome = shortA.withLock('i-del', async (signal) => {
+      await clientB.del(shortA.lockKey('i-del'));
+      const deletedAt = performance.now();
+      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+      lostAfter = performance.now() - deletedAt;
+      throw signal.reason;
+    });
+
+    const err = lostError(await outcome.catch((e: unknown) => e));
+    expect(err.code).toBe('ERR_LOCK_LOST');
+    expect(err.kind).toBe('transient');
+    expect(err.reason).toBe('expired');
+    expect(err.message).toContain('i-del');
+    expect(lostAfter).toBeLessThan(100 + 100);
+  });
+
+  it('fires on a key taken over behind its back, and release spares the new owner', async () => {
+    const lease = await locksA.tryAcquire('i-steal', { ttlMs: 300 });
+    if (lease === null) throw new Error('expected the lock');
+    const key = locksA.lockKey('i-steal');
+    await clientB.set(key, 'new-owner-token', 'PX', 5_000);
+    const takenAt = performance.now();
+
+    const reason = await new Promise<unknown>((resolve) =>
+      lease.signal.addEventListener('abort', () => resolve(lease.signal.reason)),
+    );
+    expect(performance.now() - takenAt).toBeLessThan(100 + 100);
+    const err = lostError(reason);
+    expect(err.code).toBe('ERR_LOCK_LOST');
+    expect(err.reason).toBe('taken');
+
+    expect(await lease.release()).toBe(false);
+    expect(await clientB.get(key)).toBe('new-owner-token');
+  });
+
+  it('frees the key one TTL after its holder dies', async () => {
+    const doomed = new Redis(REDIS_URL);
+    const deadLocks = new RedisLocks({ client: doomed, prefix, ttlMs: 300 });
+    const lease = await deadLocks.tryAcquire('i-dead');
+    if (lease === null) throw new Error('expected the lock');
+    await delay(150); // at least one renewal went through
+    doomed.disconnect();
+    const diedAt = performance.now();
+
+    expect(await locksB.tryAcquire('i-dead')).toBeNull();
+    const taken = await locksB.acquire('i-dead', { signal: AbortSignal.timeout(2_000) });
+    const freedAfter = performance.now() - diedAt;
+    expect(freedAfter).toBeGreaterThan(100);
+    expect(freedAfter).toBeLessThan(300 + 100);
+
+    // The dead holder's side learns it too, once the TTL it last set has run out.
+    expect(lostError(lease.signal.reason).reason).toBe('unrenewed');
+    expect(await lease.release()).toBe(false);
+    expect(await taken.release()).toBe(true);
+  });
+
+  it('a waiter whose signal aborts rejects promptly with its reason and takes nothing', async () => {
+    const holder = await locksA.tryAcquire('i-wait');
+    if (holder === null) throw new Error('expected the lock');
+    const controller = new AbortController();
+    const reason = new Error('caller gave up');
+    let entered = false;
+
+    const waiting = locksB.withLock(
+      'i-wait',
+      () => {
+        entered = true;
+        return Promise.resolve();
+      },
+      { signal: controller.signal },
+    );
+    await delay(100);
+    const abortedAt = performance.now();
+    controller.abort(reason);
+    await expect(waiting).rejects.toBe(reason);
+    expect(performance.now() - abortedAt).toBeLessThan(50);
+    expect(entered).toBe(false);
+
+    await holder.release();
+    expect(await keysOfRun()).toEqual([]);
+    await expect(
+      locksB.withLock('i-wait', () => Promise.resolve(), { signal: controller.signal }),
+    ).rejects.toBe(reason);
+    expect(await keysOfRun()).toEqual([]);
+  });
+
+  it("passes the caller's abort to fn and still releases the key", async () => {
+    const controller = new AbortController();
+    const reason = new Error('job cancelled');
+    const outcome = locksA.withLock(
+      'i-cancel',
+      async (signal) => {
+        controller.abort(reason);
+        await Promise.resolve();
+        throw signal.reason;
+      },
+      { signal: controller.signal },
+    );
+    await expect(outcome).rejects.toBe(reason);
+    expect(await keysOfRun()).toEqual([]);
+  });
+});

@@ -1,0 +1,128 @@
+// A held Redis lock. It renews itself every ttl/3 until released; when renewal finds the key
+// gone or someone else's, or Redis stays unreachable until the TTL we last set has run out, the
+// lease is lost and its signal fires with a LockLostError.
+import type { Redis } from 'ioredis';
+import { LockLostError, type LockLossReason } from './lock-lost-error.js';
+import { RELEASE_SCRIPT, RENEW_SCRIPT } from './scripts.js';
+
+export interface Lease {
+  /** The key as the caller named it (an instance id, a host+image fill). */
+  readonly key: string;
+  /** Fires with a LockLostError (code ERR_LOCK_LOST, kind transient) when the lock is lost. */
+  readonly signal: AbortSignal;
+  /**
+   * Stops renewal and deletes the lock if it still holds this lease's token. Idempotent (later
+   * calls return the first call's promise) and never rejects: true when the key was ours and is
+   * now deleted, false when it was not ours any more or Redis failed (the key then lapses by
+   * its TTL).
+   */
+  release(): Promise<boolean>;
+}
+
+type LeaseState = 'held' | 'lost' | 'released';
+
+// After a failed renewal, try again this often (as a fraction of the TTL) until the key lapses.
+const RETRY_FRACTION = 10;
+const MIN_TIMER_MS = 5;
+
+export class RedisLease implements Lease {
+  private readonly controller = new AbortController();
+  private state: LeaseState = 'held';
+  private renewTimer: NodeJS.Timeout | undefined;
+  private expiryTimer: NodeJS.Timeout | undefined;
+  private lastRenewalError: unknown;
+  private releasing: Promise<boolean> | undefined;
+
+  /** `sentAt`: performance.now() when the SET that took the lock was sent. */
+  constructor(
+    private readonly client: Redis,
+    readonly key: string,
+    private readonly redisKey: string,
+    private readonly token: string,
+    private readonly ttlMs: number,
+    sentAt: number,
+  ) {
+    this.armExpiry(sentAt);
+    this.scheduleRenewal(ttlMs / 3);
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  release(): Promise<boolean> {
+    this.releasing ??= this.releaseOnce();
+    return this.releasing;
+  }
+
+  private async releaseOnce(): Promise<boolean> {
+    if (this.state === 'held') this.state = 'released';
+    this.clearTimers();
+    // Even after a loss: a key Redis could not renew may still hold our token. The script
+    // deletes it only then, never a new owner's.
+    try {
+      const deleted = await this.client.eval(RELEASE_SCRIPT, 1, this.redisKey, this.token);
+      return deleted === 1;
+    } catch {
+      return false;
+    }
+  }
+
+  private scheduleRenewal(delayMs: number): void {
+    this.renewTimer = setTimeout(() => void this.renew(), Math.max(MIN_TIMER_MS, delayMs));
+    // A forgotten lease must not keep the process alive; its holder's own work does that.
+    this.renewTimer.unref();
+  }
+
+  /**
+   * The key lapses in Redis no earlier than `sentAt + ttl` (Redis starts the TTL when the
+   * command arrives, after we sent it), so past that instant without a confirmed renewal the
+   * lock can no longer be counted on: lost, whatever the command in flight may still say.
+   */
+  private armExpiry(sentAt: number): void {
+    clearTimeout(this.expiryTimer);
+    const remaining = sentAt + this.ttlMs - performance.now();
+    this.expiryTimer = setTimeout(() => this.lose('unrenewed'), Math.max(0, remaining));
+    this.expiryTimer.unref();
+  }
+
+  private async renew(): Promise<void> {
+    this.renewTimer = undefined;
+    if (this.state !== 'held') return;
+    const sentAt = performance.now();
+    let answer: unknown;
+    try {
+      answer = await this.client.eval(RENEW_SCRIPT, 1, this.redisKey, this.token, this.ttlMs);
+    } catch (err) {
+      // Redis unreachable or refusing: retry until the expiry timer decides.
+      this.lastRenewalError = err;
+      if (this.state === 'held') this.scheduleRenewal(this.ttlMs / RETRY_FRACTION);
+      return;
+    }
+    if (this.state !== 'held') return;
+    if (answer === 1) {
+      this.lastRenewalError = undefined;
+      this.armExpiry(sentAt);
+      this.scheduleRenewal(this.ttlMs / 3);
+    } else {
+      this.lose(answer === -1 ? 'taken' : 'expired');
+    }
+  }
+
+  private lose(reason: LockLossReason): void {
+    if (this.state !== 'held') return;
+    this.state = 'lost';
+    this.clearTimers();
+    const cause = reason === 'unrenewed' ? this.lastRenewalError : undefined;
+    this.controller.abort(
+      new LockLostError(this.key, reason, cause === undefined ? undefined : { cause }),
+    );
+  }
+
+  private clearTimers(): void {
+    clearTimeout(this.renewTimer);
+    clearTimeout(this.expiryTimer);
+    this.renewTimer = undefined;
+    this.expiryTimer = undefined;
+  }
+}
