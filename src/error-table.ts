@@ -568,6 +568,54 @@ const rows: ErrorTableRow[] = [
     kind: 'permanent',
     why: 'The downloaded image does not match its configured sha256.',
   },
+  {
+    source: 'kvm2',
+    match: 'ERR_IMAGE_CONTENT',
+    kind: 'permanent',
+    why: 'The downloaded bytes are not an image of the configured format, or a qcow2 names a backing file.',
+  },
+  {
+    source: 'kvm2',
+    match: 'ERR_LOCK_LOST',
+    kind: 'transient',
+    why: "The instance's Redis lock could not be renewed: the work is abandoned and retried by whoever holds the lock next.",
+  },
+  {
+    source: 'kvm2',
+    match: 'ERR_DOMAIN_DIED',
+    kind: 'transient',
+    why: "The domain stopped or paused right after start (libvirt's state and reason in the message).",
+  },
+  {
+    source: 'kvm2',
+    match: 'ERR_DOMAIN_NOT_RUNNING',
+    kind: 'permanent',
+    why: "The domain was paused or suspended before kvm2 started it: an administrator's doing.",
+  },
+  {
+    source: 'kvm2',
+    match: 'ERR_FOREIGN_DOMAIN',
+    kind: 'permanent',
+    why: 'A domain of that name has no kvm2 metadata: kvm2 never touches it.',
+  },
+  {
+    source: 'kvm2',
+    match: 'ERR_UID_CONFLICT',
+    kind: 'permanent',
+    why: 'The instance belongs to another create (another uid).',
+  },
+  {
+    source: 'kvm2',
+    match: 'ERR_FOREIGN_VOLUME',
+    kind: 'permanent',
+    why: 'The overlay volume exists but is not backed by the requested image: never overwritten.',
+  },
+  {
+    source: 'kvm2',
+    match: 'ERR_POOL_FULL',
+    kind: 'quota_exceeded',
+    why: 'The pool has less free space than the image and seed need.',
+  },
 
   // Recognised by name only, and the last resort.
   {
