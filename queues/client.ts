@@ -1,0 +1,312 @@
+// The library upstream applications import (SPEC §8): enqueue create, delete and gc jobs, and
+// wait for their results. Every payload is validated by the job registry before anything
+// reaches Redis; a Redis outage fails fast (no offline queue) with ERR_REDIS_UNAVAILABLE.
+import { randomUUID } from 'node:crypto';
+import { context, propagation } from '@opentelemetry/api';
+import { Queue, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { formatInstanceId, newUid, parseInstanceId } from '../src/provider/ids.js';
+import type { CreateRequest } from '../src/provider/request.js';
+import {
+  allocateGeneration,
+  commitGeneration,
+  requestDigest,
+  reserveCreate,
+} from './generations.js';
+import { DEFAULT_PREFIX, GC_QUEUE, hostQueueName } from './names.js';
+import { asRedisError, connectProducer, createProducerConnection } from './redis.js';
+import {
+  QueueError,
+  validateJob,
+  type JobData,
+  type JobInput,
+  type JobName,
+  type TraceContext,
+} from './registry.js';
+import {
+  lastResultId,
+  waitForResult,
+  type ResultEntry,
+  type WaitForResultOptions,
+} from './results.js';
+
+const HOUR_S = 3600;
+
+/** Finished jobs are kept for a bounded age and count: Redis must not grow without end. */
+const RETENTION = {
+  removeOnComplete: { age: 24 * HOUR_S, count: 10_000 },
+  removeOnFail: { age: 7 * 24 * HOUR_S, count: 50_000 },
+} as const satisfies JobsOptions;
+
+/** Transient failures retry with exponential backoff (2 s, 4 s, 8 s, 16 s) and ±50% jitter. */
+export const DEFAULT_JOB_OPTIONS: Readonly<Record<JobName, JobsOptions>> = Object.freeze({
+  create: {
+    ...RETENTION,
+    attempts: 5,
+    backoff: { type: 'exponential', delay: 2_000, jitter: 0.5 },
+  },
+  delete: {
+    ...RETENTION,
+    attempts: 5,
+    backoff: { type: 'exponential', delay: 2_000, jitter: 0.5 },
+  },
+  get: { ...RETENTION, attempts: 3, backoff: { type: 'exponential', delay: 1_000, jitter: 0.5 } },
+  gc: { ...RETENTION, attempts: 3, backoff: { type: 'exponential', delay: 5_000, jitter: 0.5 } },
+  health: { ...RETENTION, attempts: 1 },
+});
+
+/** Remembered stream positions for waitFor; bounded so a long-lived client stays small. */
+const MAX_REMEMBERED = 10_000;
+
+export interface Kvm2ClientOptions {
+  readonly redisUrl: string;
+  /** The config's `redis.prefix`; `{kvm2}` by default. */
+  readonly prefix?: string | undefined;
+  /**
+   * Picks the host for a request that names a zone instead of a host. Without it such a
+   * request is refused (ERR_ZONE_UNRESOLVED): an instance id needs its host when enqueued.
+   */
+  readonly resolveZone?: ((zone: string) => string | Promise<string>) | undefined;
+}
+
+/** A create as an upstream app writes it: the uid is made here when not given. */
+export type CreateInput = Omit<CreateRequest, 'uid'> & { readonly uid?: string | undefined };
+
+export interface CreateOptions {
+  /** Whether the job waits for the guest's address (default true). */
+  readonly wait?: boolean | undefined;
+}
+
+export interface Enqueued {
+  readonly jobId: string;
+  readonly generation: number;
+}
+
+export interface EnqueuedCreate extends Enqueued {
+  readonly uid: string;
+  /** `<host>/<name>` */
+  readonly id: string;
+}
+
+/** The active span's W3C trace context, when there is one (a no-op without an OTel SDK). */
+export function currentTraceContext(): TraceContext | undefined {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  const { traceparent, tracestate } = carrier;
+  if (traceparent === undefined) return undefined;
+  return tracestate === undefined || tracestate === ''
+    ? { traceparent }
+    : { traceparent, tracestate };
+}
+
+export class Kvm2Client {
+  readonly prefix: string;
+  readonly #url: string;
+  readonly #redis: Redis;
+  readonly #queues = new Map<string, Queue>();
+  readonly #resultsFrom = new Map<string, string>();
+  readonly #resolveZone: Kvm2ClientOptions['resolveZone'];
+  #closed = false;
+
+  constructor(options: Kvm2ClientOptions) {
+    this.prefix = options.prefix ?? DEFAULT_PREFIX;
+    this.#url = options.redisUrl;
+    this.#resolveZone = options.resolveZone;
+    this.#redis = createProducerConnection(options.redisUrl);
+    this.#redis.on('error', () => {
+      // Surfaced to callers as ERR_REDIS_UNAVAILABLE; ioredis would print unhandled ones.
+    });
+  }
+
+  /** Enqueues a create on its host's queue. A repeat with the same uid yields the same job. */
+  async create(input: CreateInput, options: CreateOptions = {}): Promise<EnqueuedCreate> {
+    this.#checkOpen();
+    const uid = input.uid ?? newUid();
+    const traceContext = currentTraceContext();
+    // Validate before anything reaches Redis; the real generation replaces the placeholder.
+    const draft: JobInput<'create'> = {
+      ...input,
+      uid,
+      generation: 1,
+      ...(traceContext === undefined ? {} : { traceContext }),
+      ...(options.wait === undefined ? {} : { wait: options.wait }),
+    };
+    let data = validateJob('create', draft);
+    // The digest is of the request as asked (zone, not the host placement picks), so a
+    // repeat of a zone request is recognised wherever placement would put it now.
+    const { generation: _g, traceContext: _t, wait: _w, ...request } = data;
+    const digest = requestDigest(request);
+    if (data.host === undefined) data = await this.#place(data);
+    let id = formatInstanceId(data.host ?? '', data.name);
+
+    const redis = await this.#connection();
+    try {
+      const reservation = await reserveCreate(redis, this.prefix, {
+        instanceId: id,
+        uid,
+        jobId: randomUUID(),
+        digest,
+      });
+      if (reservation.digest !== digest) {
+        throw new QueueError(
+          'ERR_UID_REUSED',
+          'permanent',
+          `request.uid: already used by another create (job ${reservation.jobId}); a repeat must carry the same request`,
+        );
+      }
+      const { jobId, generation } = reservation;
+      if (reservation.instanceId !== id) {
+        // A repeat of a zone request, first placed on another host: keep the first placement.
+        id = reservation.instanceId;
+        data = { ...data, host: parseInstanceId(id).host };
+      }
+      if (!reservation.enqueued) {
+        // A fresh reservation, or a repeat of one whose producer stopped before step 3:
+        // adding the same job id twice leaves one job (generations.ts has the whole order).
+        await this.#queue(hostQueueName(data.host ?? '')).add(
+          'create',
+          { ...data, generation },
+          { ...DEFAULT_JOB_OPTIONS.create, jobId },
+        );
+        await commitGeneration(redis, this.prefix, id, generation, uid);
+      }
+      this.#remember(jobId, reservation.resultsFrom);
+      return { jobId, uid, id, generation };
+    } catch (err) {
+      throw asRedisError(this.#url, err);
+    }
+  }
+
+  /** Enqueues a delete; it supersedes every create or delete of the instance enqueued before. */
+  async delete(id: string): Promise<Enqueued> {
+    this.#checkOpen();
+    const traceContext = currentTraceContext();
+    const draft: JobInput<'delete'> = {
+      id,
+      generation: 1,
+      ...(traceContext === undefined ? {} : { traceContext }),
+    };
+    const data = validateJob('delete', draft);
+    const { host } = parseInstanceId(data.id);
+    const redis = await this.#connection();
+    try {
+      const { generation, resultsFrom } = await allocateGeneration(redis, this.prefix, data.id);
+      const jobId = randomUUID();
+      await this.#queue(hostQueueName(host)).add(
+        'delete',
+        { ...data, generation },
+        { ...DEFAULT_JOB_OPTIONS.delete, jobId },
+      );
+      await commitGeneration(redis, this.prefix, data.id, generation);
+      this.#remember(jobId, resultsFrom);
+      return { jobId, generation };
+    } catch (err) {
+      throw asRedisError(this.#url, err);
+    }
+  }
+
+  /** Enqueues a GC round for a tag: deletes its instances not in `keep` and older than grace. */
+  async gc(input: {
+    readonly tag: string;
+    readonly keep: readonly string[];
+    readonly graceMs: number;
+  }): Promise<{ readonly jobId: string }> {
+    this.#checkOpen();
+    const traceContext = currentTraceContext();
+    const data = validateJob('gc', {
+      tag: input.tag,
+      keep: [...input.keep],
+      graceMs: input.graceMs,
+      ...(traceContext === undefined ? {} : { traceContext }),
+    });
+    const redis = await this.#connection();
+    try {
+      const from = await lastResultId(redis, this.prefix);
+      const jobId = randomUUID();
+      await this.#queue(GC_QUEUE).add('gc', data, { ...DEFAULT_JOB_OPTIONS.gc, jobId });
+      this.#remember(jobId, from);
+      return { jobId };
+    } catch (err) {
+      throw asRedisError(this.#url, err);
+    }
+  }
+
+  /**
+   * The job's first final result (succeeded, failed or superseded). For a job this client
+   * enqueued it reads from a stream position taken before the enqueue; for any other it looks
+   * back through the stream first. Either way a result written before the call is not missed.
+   */
+  async waitFor(
+    jobId: string,
+    options: Omit<WaitForResultOptions, 'since'> = {},
+  ): Promise<ResultEntry> {
+    this.#checkOpen();
+    const redis = await this.#connection();
+    const since = this.#resultsFrom.get(jobId);
+    try {
+      const result = await waitForResult(redis, this.prefix, jobId, { ...options, since });
+      this.#resultsFrom.delete(jobId);
+      return result;
+    } catch (err) {
+      throw asRedisError(this.#url, err);
+    }
+  }
+
+  /** Closes the queues and the connection. Waits in progress end with their own connections. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const queues = [...this.#queues.values()];
+    this.#queues.clear();
+    await Promise.allSettled(queues.map((q) => q.close()));
+    if (this.#redis.status === 'ready') {
+      await this.#redis.quit().catch(() => this.#redis.disconnect());
+    } else {
+      this.#redis.disconnect();
+    }
+  }
+
+  async #place(data: JobData<'create'>): Promise<JobData<'create'>> {
+    const zone = data.zone ?? '';
+    if (this.#resolveZone === undefined) {
+      throw new QueueError(
+        'ERR_ZONE_UNRESOLVED',
+        'permanent',
+        'request.zone: this client has no zone placement (resolveZone); name a host instead',
+      );
+    }
+    const host = await this.#resolveZone(zone);
+    const { zone: _zone, ...rest } = data;
+    return validateJob('create', { ...rest, host });
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) throw new QueueError('ERR_CLIENT_CLOSED', 'permanent', 'client is closed');
+  }
+
+  async #connection(): Promise<Redis> {
+    await connectProducer(this.#redis, this.#url);
+    return this.#redis;
+  }
+
+  /** Queues are made only on a ready connection: BullMQ waits for "ready" once, without bound. */
+  #queue(name: string): Queue {
+    let queue = this.#queues.get(name);
+    if (queue === undefined) {
+      queue = new Queue(name, { connection: this.#redis, prefix: this.prefix });
+      queue.on('error', () => {
+        // The add that hit it rejects; this listener keeps EventEmitter from throwing.
+      });
+      this.#queues.set(name, queue);
+    }
+    return queue;
+  }
+
+  #remember(jobId: string, resultsFrom: string): void {
+    if (this.#resultsFrom.size >= MAX_REMEMBERED) {
+      const oldest = this.#resultsFrom.keys().next();
+      if (oldest.done !== true) this.#resultsFrom.delete(oldest.value);
+    }
+    this.#resultsFrom.set(jobId, resultsFrom);
+  }
+}

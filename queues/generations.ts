@@ -1,0 +1,198 @@
+// "The latest request per instance wins" (SPEC §8). Every create or delete gets a generation
+// when it is enqueued; a job whose generation is older than the instance's latest completes as
+// `superseded` without touching the host. A repeat of the same create (same uid) yields the
+// first job and its generation: it must never supersede the original.
+//
+// Two numbers per instance, both with a TTL refreshed on every touch:
+//   <prefix>:gen:<id>         INCR: allocates generations
+//   <prefix>:gen-latest:<id>  the highest generation known to have a job: what "superseded"
+//                             compares against
+// and one per create:
+//   <prefix>:create:<uid>     hash { jobId, generation, digest, enqueued } for 7 days
+//
+// The order, and what a crash at each point leaves (docs/results.md, "Generations"):
+//   1. reserve (one Lua script): a create whose uid is reserved gets the reserved job id and
+//      generation back and allocates nothing; otherwise INCR the counter, and record the
+//      reservation (enqueued = 0). Atomic, so two racing repeats get the same answer.
+//   2. add the job to BullMQ with that job id and generation in its data.
+//   3. commit (one Lua script): gen-latest = max(gen-latest, generation); mark the
+//      reservation enqueued.
+// Crash after 1: the generation was allocated but never committed, so it supersedes nothing.
+// A repeat of the create finds the reservation not enqueued and redoes 2 and 3 with the same
+// job id (BullMQ adds a job id once) and generation. Crash after 2: the job exists; a repeat
+// commits; without one, the worker commits when the job starts (commitGeneration), and until
+// then the older jobs still run before it: the last request still wins.
+// BullMQ deduplication and reused job ids are never used to order commands; the reused job id
+// in the repeat path only makes "add the same command twice" idempotent.
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { createKey, generationKey, latestGenerationKey, resultsKey } from './names.js';
+
+export const CREATE_RESERVATION_TTL_S = 7 * 24 * 3600;
+/** Longer than any job lives (attempts × backoff, retention): a counter never restarts under one. */
+export const GENERATION_TTL_S = 30 * 24 * 3600;
+
+// KEYS: createKey, generationKey, resultsKey. ARGV: jobId, digest, reservation TTL, gen TTL,
+// instance id. Returns { jobId, generation, digest, enqueued, fresh, last results id,
+// instance id }.
+const RESERVE_CREATE = `
+local last = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)
+local lastId = '0-0'
+if #last > 0 then lastId = last[1][1] end
+local r = redis.call('HMGET', KEYS[1], 'jobId', 'generation', 'digest', 'enqueued', 'instanceId')
+if r[1] then
+  return { r[1], r[2], r[3] or '', r[4] or '0', '0', lastId, r[5] or ARGV[5] }
+end
+local gen = redis.call('INCR', KEYS[2])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+redis.call('HSET', KEYS[1], 'jobId', ARGV[1], 'generation', gen, 'digest', ARGV[2],
+  'enqueued', '0', 'instanceId', ARGV[5])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return { ARGV[1], tostring(gen), ARGV[2], '0', '1', lastId, ARGV[5] }
+`;
+
+// KEYS: generationKey, resultsKey. ARGV: gen TTL. Returns { generation, last results id }.
+const ALLOCATE = `
+local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+local lastId = '0-0'
+if #last > 0 then lastId = last[1][1] end
+local gen = redis.call('INCR', KEYS[1])
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return { tostring(gen), lastId }
+`;
+
+// KEYS: latestGenerationKey [, createKey]. ARGV: generation, gen TTL. Returns the latest.
+const COMMIT = `
+local latest = tonumber(redis.call('GET', KEYS[1]) or '0')
+local gen = tonumber(ARGV[1])
+if gen > latest then latest = gen end
+redis.call('SET', KEYS[1], tostring(latest), 'EX', ARGV[2])
+if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('HSET', KEYS[2], 'enqueued', '1')
+end
+return tostring(latest)
+`;
+
+export interface CreateReservation {
+  readonly jobId: string;
+  readonly generation: number;
+  /** False when this uid was reserved before: a repeat of the same create. */
+  readonly fresh: boolean;
+  /** True when the job is known to be in its queue (a repeat need not add it again). */
+  readonly enqueued: boolean;
+  /** The digest the uid was first reserved with: a different one means a reused uid. */
+  readonly digest: string;
+  /** The results stream's last id before this reservation: where a waitFor starts. */
+  readonly resultsFrom: string;
+  /** The instance the uid was first reserved for (a zone request may place a repeat elsewhere). */
+  readonly instanceId: string;
+}
+
+function toArray(reply: unknown): string[] {
+  if (!Array.isArray(reply)) throw new TypeError('unexpected reply from a kvm2 script');
+  return reply.map(String);
+}
+
+/** A stable digest of a create request, to tell a repeat from a uid reused for another one. */
+export function requestDigest(request: Readonly<Record<string, unknown>>): string {
+  const keys = Object.keys(request).sort();
+  const canonical = JSON.stringify(keys.map((k) => [k, request[k]]));
+  return createHash('sha256').update(canonical).digest('hex');
+}
+
+/** Step 1 for a create: reserve (or find) the uid's job id and generation. */
+export async function reserveCreate(
+  redis: Redis,
+  prefix: string,
+  args: {
+    readonly instanceId: string;
+    readonly uid: string;
+    readonly jobId: string;
+    readonly digest: string;
+  },
+): Promise<CreateReservation> {
+  const reply = toArray(
+    await redis.eval(
+      RESERVE_CREATE,
+      3,
+      createKey(prefix, args.uid),
+      generationKey(prefix, args.instanceId),
+      resultsKey(prefix),
+      args.jobId,
+      args.digest,
+      CREATE_RESERVATION_TTL_S,
+      GENERATION_TTL_S,
+      args.instanceId,
+    ),
+  );
+  const [jobId = '', generation = '', digest = '', enqueued = '0', fresh = '0'] = reply;
+  const [, , , , , from = '0-0', instanceId = args.instanceId] = reply;
+  return {
+    jobId,
+    generation: Number(generation),
+    digest,
+    enqueued: enqueued === '1',
+    fresh: fresh === '1',
+    resultsFrom: from,
+    instanceId,
+  };
+}
+
+/** Step 1 for a delete: a new generation (and the results stream's last id). */
+export async function allocateGeneration(
+  redis: Redis,
+  prefix: string,
+  instanceId: string,
+): Promise<{ readonly generation: number; readonly resultsFrom: string }> {
+  const [generation = '', from = '0-0'] = toArray(
+    await redis.eval(
+      ALLOCATE,
+      2,
+      generationKey(prefix, instanceId),
+      resultsKey(prefix),
+      GENERATION_TTL_S,
+    ),
+  );
+  return { generation: Number(generation), resultsFrom: from };
+}
+
+/**
+ * Step 3 (producer, after the job is added) and the worker's first step when a job starts:
+ * record that `generation` has a job, and say whether a newer one already does.
+ */
+export async function commitGeneration(
+  redis: Redis,
+  prefix: string,
+  instanceId: string,
+  generation: number,
+  uid?: string,
+): Promise<{ readonly latest: number; readonly superseded: boolean }> {
+  const keys =
+    uid === undefined
+      ? [latestGenerationKey(prefix, instanceId)]
+      : [latestGenerationKey(prefix, instanceId), createKey(prefix, uid)];
+  const latest = Number(
+    await redis.eval(COMMIT, keys.length, ...keys, generation, GENERATION_TTL_S),
+  );
+  return { latest, superseded: latest > generation };
+}
+
+/** The highest generation of this instance that has a job; 0 when none is known. */
+export async function latestGeneration(
+  redis: Redis,
+  prefix: string,
+  instanceId: string,
+): Promise<number> {
+  const value = await redis.get(latestGenerationKey(prefix, instanceId));
+  return value === null ? 0 : Number(value);
+}
+
+/** True when a newer create or delete of this instance has been enqueued. */
+export async function isSuperseded(
+  redis: Redis,
+  prefix: string,
+  instanceId: string,
+  generation: number,
+): Promise<boolean> {
+  return (await latestGeneration(redis, prefix, instanceId)) > generation;
+}

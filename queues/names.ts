@@ -1,0 +1,60 @@
+// Where kvm2's jobs and records live in Redis (SPEC §8). One queue per host carries that host's
+// create, delete and get jobs; `gc` and `health` carry the rest. Every key, BullMQ's and ours,
+// starts with the configured prefix, hash-tagged (`{kvm2}`) so all of them share one Redis
+// Cluster slot: BullMQ's scripts and ours touch several keys at once.
+import { NAME_PATTERN } from '../src/provider/ids.js';
+
+export const GC_QUEUE = 'gc';
+export const HEALTH_QUEUE = 'health';
+const HOST_QUEUE_PREFIX = 'host.';
+
+/** The default of the config's `redis.prefix`. */
+export const DEFAULT_PREFIX = '{kvm2}';
+
+/** `host.<name>`. BullMQ refuses `:` in queue names; a DNS label has none. */
+export function hostQueueName(host: string): string {
+  if (!NAME_PATTERN.test(host)) {
+    throw new TypeError('host must be a DNS label to name its queue');
+  }
+  return `${HOST_QUEUE_PREFIX}${host}`;
+}
+
+/** The host a `host.<name>` queue serves; undefined for any other queue. */
+export function hostOfQueue(queue: string): string | undefined {
+  if (!queue.startsWith(HOST_QUEUE_PREFIX)) return undefined;
+  const host = queue.slice(HOST_QUEUE_PREFIX.length);
+  return NAME_PATTERN.test(host) ? host : undefined;
+}
+
+/** Every kvm2 queue for these hosts: what workers listen on and the dashboard shows. */
+export function allQueueNames(hosts: readonly { readonly name: string }[]): string[] {
+  return [...hosts.map((h) => hostQueueName(h.name)), GC_QUEUE, HEALTH_QUEUE];
+}
+
+// Our own keys beside BullMQ's (`<prefix>:<queue>:…`). No queue is named `gen`, `create`,
+// `results` or `health`-with-a-colon, so they cannot collide.
+
+/** Generation counter of an instance (INCR when a create or delete is enqueued). */
+export function generationKey(prefix: string, instanceId: string): string {
+  return `${prefix}:gen:${instanceId}`;
+}
+
+/** The newest generation that has a job in a queue: what "superseded" compares against. */
+export function latestGenerationKey(prefix: string, instanceId: string): string {
+  return `${prefix}:gen-latest:${instanceId}`;
+}
+
+/** A create's reservation: uid → its job id and generation, so a repeat yields the same job. */
+export function createKey(prefix: string, uid: string): string {
+  return `${prefix}:create:${uid}`;
+}
+
+/** The results stream upstream applications consume. */
+export function resultsKey(prefix: string): string {
+  return `${prefix}:results`;
+}
+
+/** Latest health report per host (a hash), read by placement. */
+export function healthKey(prefix: string): string {
+  return `${prefix}:health`;
+}

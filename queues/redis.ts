@@ -1,0 +1,89 @@
+// ioredis connections for the two sides of the queue (STACK-NOTES). A producer fails fast: no
+// offline queue, so a command during an outage rejects at once instead of waiting for Redis
+// to come back. A worker waits: BullMQ's blocking commands need maxRetriesPerRequest null.
+import { Redis, type RedisOptions } from 'ioredis';
+import type { RedisConfig } from '../src/provider/config/schema.js';
+import { DEFAULT_PREFIX } from './names.js';
+import { QueueError } from './registry.js';
+
+const PRODUCER_CONNECT_TIMEOUT_MS = 1_500;
+
+/** Reconnect in the background with a capped backoff; callers in between fail fast. */
+function reconnectBackoff(times: number): number {
+  return Math.min(100 * 2 ** Math.min(times, 5), 3_000);
+}
+
+export const producerRedisOptions: Readonly<RedisOptions> = Object.freeze({
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 1,
+  connectTimeout: PRODUCER_CONNECT_TIMEOUT_MS,
+  lazyConnect: true,
+  retryStrategy: reconnectBackoff,
+});
+
+export const workerRedisOptions: Readonly<RedisOptions> = Object.freeze({
+  maxRetriesPerRequest: null,
+  enableOfflineQueue: true,
+  retryStrategy: reconnectBackoff,
+});
+
+/** The BullMQ prefix and ours: the config's `redis.prefix`, `{kvm2}` by default. */
+export function keyPrefix(config?: { readonly redis?: Pick<RedisConfig, 'prefix'> }): string {
+  return config?.redis?.prefix ?? DEFAULT_PREFIX;
+}
+
+/** `host:port` of a Redis URL, for messages: never the URL itself (it may hold a password). */
+export function redisEndpoint(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname}:${u.port === '' ? '6379' : u.port}`;
+  } catch {
+    return 'the configured Redis';
+  }
+}
+
+/** A producer connection, not yet connected (see connectProducer). */
+export function createProducerConnection(url: string): Redis {
+  return new Redis(url, { ...producerRedisOptions });
+}
+
+/** A worker connection, for BullMQ Workers and blocking reads. */
+export function createWorkerConnection(url: string): Redis {
+  return new Redis(url, { ...workerRedisOptions });
+}
+
+function unavailable(url: string, cause: unknown): QueueError {
+  const why = cause instanceof Error ? cause.message : String(cause);
+  return new QueueError(
+    'ERR_REDIS_UNAVAILABLE',
+    'transient',
+    `redis at ${redisEndpoint(url)} is unreachable: ${why}`,
+    { cause },
+  );
+}
+
+/**
+ * Resolves once the connection is ready. The first call dials (bounded by connectTimeout);
+ * while ioredis reconnects after an outage, callers get ERR_REDIS_UNAVAILABLE at once.
+ */
+export async function connectProducer(redis: Redis, url: string): Promise<void> {
+  if (redis.status === 'ready') return;
+  if (redis.status === 'wait') {
+    try {
+      await redis.connect();
+      return;
+    } catch (err) {
+      throw unavailable(url, err);
+    }
+  }
+  throw unavailable(url, new Error(`connection is ${redis.status}`));
+}
+
+/** Maps a command's failure during an outage to ERR_REDIS_UNAVAILABLE; others pass through. */
+export function asRedisError(url: string, err: unknown): unknown {
+  if (err instanceof QueueError) return err;
+  const message = err instanceof Error ? err.message : '';
+  const offline =
+    /enableOfflineQueue|Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|max retries/i;
+  return offline.test(message) ? unavailable(url, err) : err;
+}

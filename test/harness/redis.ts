@@ -1,0 +1,58 @@
+// The local Redis for integration tests (scripts/setup.sh starts it; REDIS_URL overrides).
+// Each test file takes a fresh, hash-tagged random key prefix and deletes every key under it
+// when done, so files never see each other's keys and nothing is left behind.
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+
+export const REDIS_URL = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+
+export interface RedisScope {
+  /** `{kvm2t-<label>-<hex>}`: hash-tagged like the real prefix. */
+  readonly prefix: string;
+  readonly url: string;
+  /** A plain connection for the test's own reads and writes. */
+  readonly redis: Redis;
+  /** Every key under the prefix, for assertions. */
+  keys(): Promise<string[]>;
+  /** Deletes every key under the prefix and closes the connection. */
+  cleanup(): Promise<void>;
+}
+
+/** Escapes Redis glob characters, so the prefix is matched literally. */
+function globLiteral(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+}
+
+async function scanKeys(redis: Redis, pattern: string): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    found.push(...batch);
+    cursor = next;
+  } while (cursor !== '0');
+  return found;
+}
+
+export async function redisScope(label: string): Promise<RedisScope> {
+  const prefix = `{kvm2t-${label}-${randomBytes(6).toString('hex')}}`;
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+  const pattern = `${globLiteral(prefix)}*`;
+  return {
+    prefix,
+    url: REDIS_URL,
+    redis,
+    keys: () => scanKeys(redis, pattern),
+    async cleanup() {
+      try {
+        const keys = await scanKeys(redis, pattern);
+        for (let i = 0; i < keys.length; i += 500) {
+          await redis.unlink(...keys.slice(i, i + 500));
+        }
+      } finally {
+        await redis.quit().catch(() => redis.disconnect());
+      }
+    },
+  };
+}

@@ -1,0 +1,360 @@
+// The queue layer's producer side against the real Redis (no workers yet): what a create,
+// a repeat, a delete and a malformed payload leave in the queues, the generations, and the
+// results stream as upstream applications and waitFor read it.
+import net from 'node:net';
+import { randomUUID } from 'node:crypto';
+import {
+  context,
+  propagation,
+  trace,
+  TraceFlags,
+  type TextMapPropagator,
+} from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { Queue } from 'bullmq';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Kvm2Client } from '../../queues/client.js';
+import {
+  isSuperseded,
+  latestGeneration,
+  requestDigest,
+  reserveCreate,
+} from '../../queues/generations.js';
+import { generationKey, hostQueueName } from '../../queues/names.js';
+import { QueueError } from '../../queues/registry.js';
+import {
+  ackResults,
+  appendResult,
+  ensureResultsGroup,
+  readResults,
+  type JobResult,
+} from '../../queues/results.js';
+import { redisScope, type RedisScope } from '../harness/redis.js';
+
+let scope: RedisScope;
+let client: Kvm2Client;
+const queues: Queue[] = [];
+
+/** A test-side view of a host queue (the client's own are private). */
+function hostQueue(host: string): Queue {
+  const queue = new Queue(hostQueueName(host), { connection: scope.redis, prefix: scope.prefix });
+  queues.push(queue);
+  return queue;
+}
+
+async function queuedCount(queue: Queue): Promise<number> {
+  const counts = await queue.getJobCounts('waiting', 'delayed', 'active', 'prioritized');
+  return Object.values(counts).reduce((a, b) => a + b, 0);
+}
+
+function request(name: string, host = 'h1') {
+  return { host, name, image: 'debian-12', tag: 'ci', userData: '#cloud-config\n' };
+}
+
+function result(jobId: string, outcome: JobResult['outcome']): JobResult {
+  return { jobId, op: 'create', outcome, attempt: 1, timestamp: Date.now(), instanceId: 'h1/x' };
+}
+
+beforeAll(async () => {
+  scope = await redisScope('queues');
+  client = new Kvm2Client({ redisUrl: scope.url, prefix: scope.prefix });
+});
+
+afterAll(async () => {
+  await Promise.all(queues.map((q) => q.close()));
+  await client.close();
+  await scope.cleanup();
+});
+
+describe('create and delete', () => {
+  it('enqueues one create job on host.<name> with the validated data and a generation', async () => {
+    const queue = hostQueue('h1');
+    const before = await queuedCount(queue);
+    const enqueued = await client.create(request('web-1'));
+    expect(enqueued.id).toBe('h1/web-1');
+    expect(enqueued.uid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-/);
+    expect(enqueued.generation).toBe(1);
+    expect(await queuedCount(queue)).toBe(before + 1);
+
+    const job = await queue.getJob(enqueued.jobId);
+    expect(job?.name).toBe('create');
+    expect(job?.data).toEqual({
+      ...request('web-1'),
+      uid: enqueued.uid,
+      generation: 1,
+    });
+    expect(job?.opts.attempts).toBe(5);
+    expect(job?.opts.backoff).toMatchObject({ type: 'exponential' });
+    expect(job?.opts.removeOnComplete).toMatchObject({ count: expect.any(Number) as number });
+  });
+
+  it('yields the same job for a repeat of the same create, without a new generation', async () => {
+    const queue = hostQueue('h1');
+    const uid = randomUUID();
+    const first = await client.create({ ...request('web-2'), uid });
+    const before = await queuedCount(queue);
+    const again = await client.create({ ...request('web-2'), uid });
+    expect(again).toEqual(first);
+    expect(await queuedCount(queue)).toBe(before);
+    expect(await latestGeneration(scope.redis, scope.prefix, 'h1/web-2')).toBe(first.generation);
+    expect(await scope.redis.get(generationKey(scope.prefix, 'h1/web-2'))).toBe('1');
+  });
+
+  it('refuses a uid reused for a different request', async () => {
+    const uid = randomUUID();
+    await client.create({ ...request('web-3'), uid });
+    const err = await client
+      .create({ ...request('web-3'), uid, image: 'other' })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(QueueError);
+    expect((err as QueueError).code).toBe('ERR_UID_REUSED');
+  });
+
+  it('places a zone request with resolveZone, and keeps the first placement on a repeat', async () => {
+    const hosts = ['z-a', 'z-b'];
+    let calls = 0;
+    const zoned = new Kvm2Client({
+      redisUrl: scope.url,
+      prefix: scope.prefix,
+      resolveZone: () => hosts[calls++ % 2] ?? 'z-a',
+    });
+    try {
+      const { host: _h, ...rest } = request('zoned-1');
+      const uid = randomUUID();
+      const first = await zoned.create({ ...rest, zone: 'z1', uid });
+      const again = await zoned.create({ ...rest, zone: 'z1', uid });
+      expect(first.id).toBe('z-a/zoned-1');
+      expect(again).toEqual(first);
+      expect(await queuedCount(hostQueue('z-b'))).toBe(0);
+      const err = await client.create({ ...rest, zone: 'z1' }).catch((e: unknown) => e);
+      expect((err as QueueError).code).toBe('ERR_ZONE_UNRESOLVED');
+    } finally {
+      await zoned.close();
+    }
+  });
+
+  it('supersedes a create by a later delete of the same instance', async () => {
+    const queue = hostQueue('h2');
+    const created = await client.create(request('db-1', 'h2'));
+    const deleted = await client.delete('h2/db-1');
+    expect(deleted.generation).toBeGreaterThan(created.generation);
+    expect(await isSuperseded(scope.redis, scope.prefix, 'h2/db-1', created.generation)).toBe(true);
+    expect(await isSuperseded(scope.redis, scope.prefix, 'h2/db-1', deleted.generation)).toBe(
+      false,
+    );
+    const job = await queue.getJob(deleted.jobId);
+    expect(job?.name).toBe('delete');
+    expect(job?.data).toEqual({ id: 'h2/db-1', generation: deleted.generation });
+  });
+
+  it('finishes a create whose producer stopped after reserving, without superseding', async () => {
+    const queue = hostQueue('h3');
+    const older = await client.create(request('app-1', 'h3'));
+    // A producer reserved a repeat-able create and died before adding the job.
+    const uid = randomUUID();
+    const { generation: _g, ...validated } = {
+      ...request('app-1', 'h3'),
+      uid,
+      generation: 0,
+    };
+    const crashed = await reserveCreate(scope.redis, scope.prefix, {
+      instanceId: 'h3/app-1',
+      uid,
+      jobId: randomUUID(),
+      digest: requestDigest(validated),
+    });
+    expect(await isSuperseded(scope.redis, scope.prefix, 'h3/app-1', older.generation)).toBe(false);
+    // The upstream app repeats the create: the reserved job is added, under its generation.
+    const repeat = await client.create({ ...request('app-1', 'h3'), uid });
+    expect(repeat.jobId).toBe(crashed.jobId);
+    expect(repeat.generation).toBe(crashed.generation);
+    expect((await queue.getJob(repeat.jobId))?.data).toMatchObject({
+      uid,
+      generation: crashed.generation,
+    });
+    expect(await isSuperseded(scope.redis, scope.prefix, 'h3/app-1', older.generation)).toBe(true);
+  });
+
+  it('refuses a malformed payload naming the field, and enqueues nothing', async () => {
+    const queue = hostQueue('h4');
+    expect(await queuedCount(queue)).toBe(0);
+    const keysBefore = (await scope.keys()).sort();
+    const err = await client
+      .create({ ...request('Bad_Name', 'h4'), userData: 'secret-password' })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(QueueError);
+    expect((err as QueueError).code).toBe('ERR_INVALID_JOB');
+    expect((err as QueueError).message).toMatch(/^job\.create\.name: /);
+    expect((err as QueueError).message).not.toContain('secret-password');
+    const del = await client.delete('not-an-id').catch((e: unknown) => e);
+    expect((del as QueueError).message).toMatch(/^job\.delete\.id: /);
+    expect(await queuedCount(queue)).toBe(0);
+    expect((await scope.keys()).sort()).toEqual(keysBefore);
+  });
+
+  it('carries the active span as W3C trace context in the job data', async () => {
+    const manager = new AsyncLocalStorageContextManager().enable();
+    context.setGlobalContextManager(manager);
+    const w3c: TextMapPropagator = {
+      inject(ctx, carrier, setter) {
+        const span = trace.getSpanContext(ctx);
+        if (span === undefined) return;
+        const flags = span.traceFlags.toString(16).padStart(2, '0');
+        setter.set(carrier, 'traceparent', `00-${span.traceId}-${span.spanId}-${flags}`);
+      },
+      extract: (ctx) => ctx,
+      fields: () => ['traceparent'],
+    };
+    propagation.setGlobalPropagator(w3c);
+    try {
+      const spanContext = {
+        traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+        spanId: '00f067aa0ba902b7',
+        traceFlags: TraceFlags.SAMPLED,
+      };
+      const ctx = trace.setSpanContext(context.active(), spanContext);
+      const enqueued = await context.with(ctx, () => client.create(request('traced', 'h5')));
+      const job = await hostQueue('h5').getJob(enqueued.jobId);
+      expect(job?.data).toMatchObject({
+        traceContext: { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' },
+      });
+    } finally {
+      propagation.disable();
+      context.disable();
+    }
+  });
+});
+
+describe('results stream', () => {
+  it('delivers each result once per consumer group, until acknowledged', async () => {
+    await ensureResultsGroup(scope.redis, scope.prefix, 'app-a');
+    await ensureResultsGroup(scope.redis, scope.prefix, 'app-b');
+    await ensureResultsGroup(scope.redis, scope.prefix, 'app-a'); // exists: no error
+    const jobId = randomUUID();
+    await appendResult(scope.redis, scope.prefix, {
+      ...result(jobId, 'succeeded'),
+      state: 'running',
+      address: '192.0.2.7',
+      traceContext: { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' },
+    });
+    const read = (group: string) =>
+      readResults(scope.redis, scope.prefix, { group, consumer: 'c1' });
+
+    const a = await read('app-a');
+    expect(a).toHaveLength(1);
+    expect(a[0]).toMatchObject({
+      jobId,
+      op: 'create',
+      outcome: 'succeeded',
+      attempt: 1,
+      instanceId: 'h1/x',
+      state: 'running',
+      address: '192.0.2.7',
+      traceContext: { traceparent: expect.stringMatching(/^00-4bf9/) as string },
+    });
+    expect(await read('app-a')).toHaveLength(0);
+    expect(await read('app-b')).toHaveLength(1);
+
+    // Unacknowledged: redelivered to the consumer's pending read; acknowledged: gone.
+    const pending = await readResults(scope.redis, scope.prefix, {
+      group: 'app-a',
+      consumer: 'c1',
+      pending: true,
+    });
+    expect(pending.map((r) => r.jobId)).toEqual([jobId]);
+    expect(await ackResults(scope.redis, scope.prefix, 'app-a', [a[0]?.streamId ?? ''])).toBe(1);
+    expect(
+      await readResults(scope.redis, scope.prefix, {
+        group: 'app-a',
+        consumer: 'c1',
+        pending: true,
+      }),
+    ).toHaveLength(0);
+  });
+
+  it('waitFor resolves with a final result appended after it started', async () => {
+    const { jobId } = await client.create(request('wait-1', 'h6'));
+    const waiting = client.waitFor(jobId, { timeoutMs: 5_000 });
+    await new Promise((r) => setTimeout(r, 100));
+    await appendResult(scope.redis, scope.prefix, result(jobId, 'retrying'));
+    await appendResult(scope.redis, scope.prefix, result(randomUUID(), 'succeeded'));
+    await appendResult(scope.redis, scope.prefix, {
+      ...result(jobId, 'succeeded'),
+      attempt: 2,
+    });
+    const done = await waiting;
+    expect(done).toMatchObject({ jobId, outcome: 'succeeded', attempt: 2 });
+  });
+
+  it('waitFor resolves with a final result appended before it started', async () => {
+    const { jobId } = await client.create(request('wait-2', 'h6'));
+    await appendResult(scope.redis, scope.prefix, result(jobId, 'superseded'));
+    await expect(client.waitFor(jobId, { timeoutMs: 2_000 })).resolves.toMatchObject({
+      outcome: 'superseded',
+    });
+    // A job this client did not enqueue: found by looking back through the stream.
+    const other = randomUUID();
+    await appendResult(scope.redis, scope.prefix, result(other, 'failed'));
+    for (let i = 0; i < 600; i += 1) {
+      await appendResult(scope.redis, scope.prefix, result(randomUUID(), 'retrying'));
+    }
+    await expect(client.waitFor(other, { timeoutMs: 2_000 })).resolves.toMatchObject({
+      outcome: 'failed',
+    });
+  });
+
+  it('waitFor times out, and stops when its signal aborts', async () => {
+    const started = Date.now();
+    const timedOut = await client
+      .waitFor(randomUUID(), { timeoutMs: 300 })
+      .catch((e: unknown) => e);
+    expect(timedOut).toBeInstanceOf(QueueError);
+    expect((timedOut as QueueError).code).toBe('ERR_WAIT_TIMEOUT');
+    expect(Date.now() - started).toBeLessThan(1_500);
+
+    const controller = new AbortController();
+    const waiting = client.waitFor(randomUUID(), { signal: controller.signal });
+    setTimeout(() => controller.abort(new Error('caller left')), 200);
+    await expect(waiting).rejects.toThrow('caller left');
+  });
+});
+
+describe('Redis unreachable', () => {
+  let port = 0;
+
+  beforeAll(async () => {
+    // A port that was just free and is closed again: connections are refused.
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as net.AddressInfo).port;
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  const closing: Kvm2Client[] = [];
+  afterEach(async () => {
+    await Promise.all(closing.splice(0).map((c) => c.close()));
+  });
+
+  it('fails fast with a clear error and no password in it', async () => {
+    const offline = new Kvm2Client({
+      redisUrl: `redis://:s3cret@127.0.0.1:${port}`,
+      prefix: scope.prefix,
+    });
+    closing.push(offline);
+    const started = Date.now();
+    const err = await offline.create(request('web-1')).catch((e: unknown) => e);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(err).toBeInstanceOf(QueueError);
+    expect((err as QueueError).code).toBe('ERR_REDIS_UNAVAILABLE');
+    expect((err as QueueError).kind).toBe('transient');
+    expect((err as QueueError).message).toContain(`127.0.0.1:${port}`);
+    expect((err as QueueError).message).not.toContain('s3cret');
+
+    // And again while ioredis reconnects in the background.
+    const again = Date.now();
+    await expect(offline.delete('h1/web-1')).rejects.toMatchObject({
+      code: 'ERR_REDIS_UNAVAILABLE',
+    });
+    expect(Date.now() - again).toBeLessThan(2_000);
+  });
+});

@@ -1,0 +1,138 @@
+import { describe, expect, it } from 'vitest';
+import {
+  JOB_NAMES,
+  QueueError,
+  REDACTED,
+  redactJobData,
+  validateJob,
+  type JobName,
+} from '../../queues/registry.js';
+import { allQueueNames, hostOfQueue, hostQueueName } from '../../queues/names.js';
+
+const UID = '0b7e6f7c-3c1a-4d2e-9f00-5a6b7c8d9e0f';
+const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+
+const good: Record<JobName, Record<string, unknown>> = {
+  create: {
+    host: 'h1',
+    name: 'web-1',
+    uid: UID,
+    image: 'debian-12',
+    userData: '#cloud-config\npassword: hunter2\n',
+    generation: 3,
+    traceContext: { traceparent: TRACEPARENT },
+    wait: false,
+  },
+  delete: { id: 'h1/web-1', generation: 4 },
+  get: { id: 'h1/web-1' },
+  gc: { tag: 'ci', keep: ['h1/web-1'], graceMs: 60_000 },
+  health: { host: 'h1' },
+};
+
+/** The error validateJob throws, or a failure when it does not throw. */
+function refusal(name: string, data: unknown): QueueError {
+  try {
+    validateJob(name, data);
+  } catch (err) {
+    expect(err).toBeInstanceOf(QueueError);
+    return err as QueueError;
+  }
+  throw new Error('expected validateJob to refuse the payload');
+}
+
+describe('job registry', () => {
+  it.each(JOB_NAMES)('accepts a good %s payload', (name) => {
+    expect(() => validateJob(name, good[name])).not.toThrow();
+  });
+
+  it('applies the create request defaults', () => {
+    const { userData: _u, ...rest } = good.create;
+    const data = validateJob('create', rest);
+    expect(data.tag).toBe('');
+    expect(data.userData).toBe('');
+    expect(data.generation).toBe(3);
+  });
+
+  const bad: [JobName, Record<string, unknown>, string][] = [
+    ['create', { ...good.create, name: 'Web_1' }, 'job.create.name:'],
+    ['create', { ...good.create, uid: 'not-a-uuid' }, 'job.create.uid:'],
+    ['create', { ...good.create, generation: 0 }, 'job.create.generation:'],
+    ['create', { ...good.create, generation: undefined }, 'job.create.generation:'],
+    [
+      'create',
+      { ...good.create, traceContext: { traceparent: 'x' } },
+      'job.create.traceContext.traceparent:',
+    ],
+    ['create', { ...good.create, wait: 'yes' }, 'job.create.wait:'],
+    ['create', { ...good.create, zone: 'z1' }, 'job.create.host:'],
+    ['create', { ...good.create, vcpus: 1.5 }, 'job.create.vcpus:'],
+    ['create', { ...good.create, extra: 1 }, 'job.create:'],
+    ['delete', { id: 'web-1', generation: 1 }, 'job.delete.id:'],
+    ['delete', { id: 'h1/web-1' }, 'job.delete.generation:'],
+    ['get', { id: 'h1/Web' }, 'job.get.id:'],
+    ['gc', { ...good.gc, tag: '' }, 'job.gc.tag:'],
+    ['gc', { ...good.gc, keep: ['nope'] }, 'job.gc.keep.0:'],
+    ['gc', { ...good.gc, graceMs: -1 }, 'job.gc.graceMs:'],
+    ['health', { host: 'H 1' }, 'job.health.host:'],
+  ];
+
+  it.each(bad)('refuses a bad %s payload naming the field (%#)', (name, data, field) => {
+    const err = refusal(name, data);
+    expect(err.code).toBe('ERR_INVALID_JOB');
+    expect(err.kind).toBe('permanent');
+    expect(err.message).toContain(field);
+  });
+
+  it('never echoes values in its messages', () => {
+    const secret = 'Hunter2 Very Secret';
+    const err = refusal('create', {
+      ...good.create,
+      name: secret,
+      userData: 7,
+      networkConfig: secret,
+      image: 42,
+    });
+    expect(err.message).toContain('job.create.name:');
+    expect(err.message).toContain('job.create.userData:');
+    expect(err.message).not.toContain(secret);
+    const big = 'x'.repeat(1024 * 1024 + 1);
+    expect(refusal('create', { ...good.create, userData: big }).message).not.toContain('xxxx');
+  });
+
+  it('refuses an unknown job name and a non-object payload', () => {
+    expect(refusal('reboot', {}).message).toMatch(/^job: unknown job name "reboot"/);
+    expect(refusal('get', 'h1/web-1').message).toMatch(/^job\.get: /);
+  });
+
+  it('redacts user-data and network-config, and nothing else', () => {
+    const data = { ...good.create, networkConfig: 'version: 2' };
+    const shown = redactJobData('create', data) as Record<string, unknown>;
+    expect(shown['userData']).toBe(REDACTED);
+    expect(shown['networkConfig']).toBe(REDACTED);
+    expect(shown['name']).toBe('web-1');
+    expect(good.create['userData']).toContain('hunter2');
+    expect(JSON.stringify(shown)).not.toContain('hunter2');
+  });
+
+  it('redacts malformed data too, and leaves other data as is', () => {
+    expect(redactJobData('whatever', { userData: 5 })).toEqual({ userData: REDACTED });
+    expect(redactJobData('delete', good.delete)).toBe(good.delete);
+    expect(redactJobData('create', null)).toBeNull();
+    expect(redactJobData('create', 'text')).toBe('text');
+  });
+});
+
+describe('queue names', () => {
+  it('names one queue per host, plus gc and health, with no colon', () => {
+    expect(hostQueueName('h1')).toBe('host.h1');
+    expect(hostOfQueue('host.h1')).toBe('h1');
+    expect(hostOfQueue('gc')).toBeUndefined();
+    expect(allQueueNames([{ name: 'a' }, { name: 'b' }])).toEqual([
+      'host.a',
+      'host.b',
+      'gc',
+      'health',
+    ]);
+    expect(() => hostQueueName('a:b')).toThrow(TypeError);
+  });
+});
