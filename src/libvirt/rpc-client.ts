@@ -96,7 +96,6 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
   private deadlineTimer: NodeJS.Timeout | undefined;
   private armedFor = Infinity;
   private nextSerial = 1;
-  private corked = false;
   private closing = false;
   private downError: Error | undefined;
   private down = false;
@@ -114,10 +113,15 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
     this.decoder = new FrameDecoder((h, p) => this.onFrame(h, p));
     stream.on('data', (chunk: Buffer) => {
       this.keepalive?.received();
+      // Replies often arrive several to a read, and each releases a queued call: the frames
+      // written meanwhile leave in one writev.
+      stream.cork();
       try {
         this.decoder.push(chunk);
       } catch (err) {
         this.destroy(err instanceof Error ? err : new ProtocolError(String(err)));
+      } finally {
+        stream.uncork();
       }
     });
     stream.on('error', (err) => this.linkDown(err));
@@ -356,22 +360,9 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
     if (frame !== undefined) this.write(frame);
   }
 
-  // Frames written in one tick leave in one writev (replies often arrive in batches, and each
-  // one releases a queued call).
   private write(frame: Buffer): void {
-    if (this.down) return;
-    if (!this.corked) {
-      this.corked = true;
-      this.stream.cork();
-      process.nextTick(this.uncork);
-    }
-    this.stream.write(frame);
+    if (!this.down) this.stream.write(frame);
   }
-
-  private readonly uncork = (): void => {
-    this.corked = false;
-    this.stream.uncork();
-  };
 
   private abandon(call: PendingCall, timedOut: boolean): void {
     if (call.done) return;
