@@ -243,6 +243,49 @@ describe('create, get, delete', () => {
   });
 });
 
+describe('what an administrator did is not undone', () => {
+  it('a domain paused by an administrator is not resumed by a repeat create: permanent', async () => {
+    const name = instanceName();
+    const uid = newUid();
+    await provider.create({ host: 'h1', name, uid, image: imageTag });
+    await virsh(['suspend', name]);
+    try {
+      await expect(
+        provider.create({ host: 'h1', name, uid, image: imageTag }),
+      ).rejects.toMatchObject({ code: 'ERR_DOMAIN_NOT_RUNNING', kind: 'permanent' });
+      expect((await virsh(['domstate', name])).trim()).toBe('paused');
+    } finally {
+      await provider.delete(`h1/${name}`);
+    }
+  }, 60_000);
+
+  it('an overlay volume kvm2 did not make for this image is never written over: permanent', async () => {
+    const name = instanceName();
+    await virsh(['vol-create-as', 'default', `kvm2-${name}.qcow2`, '16M', '--format', 'qcow2']);
+    const overlayPath = (
+      await virsh(['vol-path', '--pool', 'default', `kvm2-${name}.qcow2`])
+    ).trim();
+    const before = fs.statSync(overlayPath);
+    try {
+      await expect(
+        provider.create({ host: 'h1', name, uid: newUid(), image: imageTag }),
+      ).rejects.toMatchObject({ code: 'ERR_FOREIGN_VOLUME', kind: 'permanent' });
+      const after = fs.statSync(overlayPath);
+      expect([after.ino, after.mtimeMs, after.size]).toEqual([
+        before.ino,
+        before.mtimeMs,
+        before.size,
+      ]);
+      expect(await domainExists(name)).toBe(false);
+    } finally {
+      await virsh(['vol-delete', '--pool', 'default', `kvm2-${name}.qcow2`]).catch(() => undefined);
+      await virsh(['vol-delete', '--pool', 'default', `kvm2-${name}-seed.iso`]).catch(
+        () => undefined,
+      );
+    }
+  });
+});
+
 describe('listByTag', () => {
   it('lists only kvm2 instances with the tag, with identity from metadata', async () => {
     const tag = uniqueName('tag');

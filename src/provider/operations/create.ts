@@ -163,15 +163,9 @@ async function makeDomain(
   // 4–6
   const base = cached ?? (await ensureBaseImage(ctx, host, req.image, io));
   const diskGiB = req.diskGiB ?? ctx.config.defaults.diskGiB;
-  // Independent volumes, made side by side; both settle before we go on or fail, so nothing
-  // runs on after the lock is released.
-  const [overlay, seedVol] = await Promise.allSettled([
-    ensureOverlay(conn, host, pool, req.name, base, diskGiB, io),
-    uploadSeed(conn, pool, req.name, seed, io),
-  ]);
-  if (overlay.status === 'rejected') throw overlay.reason;
-  if (seedVol.status === 'rejected') throw seedVol.reason;
-  const [overlayPath, seedPath] = [overlay.value, seedVol.value];
+  // The overlay first: when an existing one is refused, no seed has been made for nothing.
+  const overlayPath = await ensureOverlay(conn, host, pool, req.name, base, diskGiB, io);
+  const seedPath = await uploadSeed(conn, pool, req.name, seed, io);
 
   // 7: the metadata goes in with the define, so the domain is never unowned.
   const xml = buildDomainXml({
