@@ -166,7 +166,7 @@ const kvm2Errors: Record<string, () => unknown> = {
     }),
   // The rows below are carried by errors of other processes too (a job's failedReason read
   // back, say), where only the code survives: the table must know them without a kind.
-  ...Object.fromEntries(
+  ...(Object.fromEntries(
     [
       ['ERR_IMAGE_CONTENT', 'image x.qcow2 is not qcow2'],
       ['ERR_LOCK_LOST', 'lock instance:h1/vm1 lost: taken'],
@@ -176,8 +176,11 @@ const kvm2Errors: Record<string, () => unknown> = {
       ['ERR_UID_CONFLICT', "instance 'vm1' on host 'h1' belongs to another create"],
       ['ERR_FOREIGN_VOLUME', "volume 'kvm2-vm1.qcow2' on host 'h1' is not backed by the image"],
       ['ERR_POOL_FULL', "pool 'default' on host 'h1' has 10 bytes free; image and seed need 99"],
-    ].map(([code, message]) => [code, () => Object.assign(new Error(message), { code })]),
-  ),
+    ].map(([code, message]): [string, () => unknown] => [
+      code ?? '',
+      () => Object.assign(new Error(message), { code }),
+    ]),
+  ) as Record<string, () => unknown>),
 };
 
 const undiciOrTls = /^(UND_ERR_|CERT_|UNABLE_|DEPTH_|ERR_TLS_)/;
