@@ -96,6 +96,7 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
   private deadlineTimer: NodeJS.Timeout | undefined;
   private armedFor = Infinity;
   private nextSerial = 1;
+  private corked = false;
   private closing = false;
   private downError: Error | undefined;
   private down = false;
@@ -360,9 +361,22 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
     if (frame !== undefined) this.write(frame);
   }
 
+  // A lone call goes out at once. With others in flight, the calls made in the same tick
+  // (callers resuming after a batch of replies) leave together in one writev.
   private write(frame: Buffer): void {
-    if (!this.down) this.stream.write(frame);
+    if (this.down) return;
+    if (!this.corked && this.pending.size > 1) {
+      this.corked = true;
+      this.stream.cork();
+      process.nextTick(this.uncork);
+    }
+    this.stream.write(frame);
   }
+
+  private readonly uncork = (): void => {
+    this.corked = false;
+    this.stream.uncork();
+  };
 
   private abandon(call: PendingCall, timedOut: boolean): void {
     if (call.done) return;
