@@ -4,9 +4,10 @@
 //   npm run bench:rpc [-- --calls 20000 --rounds 3 --upload-mib 1024 --skip-upload --only-upload]
 //
 // Rates are ConnectGetLibVersion round trips per second: the cheapest call there is, so the
-// figure is per-call overhead (ours, the daemon's, the transport's). The daemon's ceiling is the
-// combined rate of several C clients on connections of their own. Every figure is the median of
-// --rounds runs, ours and the reference interleaved, so a noisy neighbour hits both alike.
+// figure is per-call overhead (ours, the daemon's, the transport's). The daemon's ceiling is
+// the combined rate of several C clients on connections of their own, started together. Every
+// figure is the median of --rounds runs, ours and the reference interleaved, so a noisy
+// neighbour hits both alike.
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -47,22 +48,42 @@ async function sideBySide(
   return { ours: median(o), ref: median(r) };
 }
 
-async function cClient(uri: string, calls: number, threads: number): Promise<number> {
+interface CRun {
+  calls: number;
+  rate: number;
+  start: number;
+  end: number;
+}
+
+async function cRun(uri: string, calls: number, threads: number, startAt = 0): Promise<CRun> {
   const { stdout } = await run(PY, [
     path.join(here, 'c_client.py'),
     uri,
     String(calls),
     String(threads),
+    String(startAt),
   ]);
-  return (JSON.parse(stdout) as { rate: number }).rate;
+  return JSON.parse(stdout) as CRun;
 }
 
-/** Several C clients, each sequential on its own connection, at once. */
+async function cClient(uri: string, calls: number, threads: number): Promise<number> {
+  return (await cRun(uri, calls, threads)).rate;
+}
+
+/**
+ * Several C clients, each sequential on its own connection, started together (they wait for
+ * a common instant after connecting): total calls over the common wall time. (A sum of each
+ * process's own rate would overstate it: a process that runs on after the others finished
+ * has the daemon to itself.)
+ */
 async function cCeiling(uri: string, processes: number): Promise<number> {
-  const rates = await Promise.all(
-    Array.from({ length: processes }, () => cClient(uri, Math.floor(CALLS / processes), 1)),
+  const startAt = Date.now() / 1000 + 1.5; // python start-up and connect come before it
+  const runs = await Promise.all(
+    Array.from({ length: processes }, () => cRun(uri, Math.floor(CALLS / processes), 1, startAt)),
   );
-  return rates.reduce((s, r) => s + r, 0);
+  const total = runs.reduce((s, r) => s + r.calls, 0);
+  const wall = Math.max(...runs.map((r) => r.end)) - Math.min(...runs.map((r) => r.start));
+  return total / wall;
 }
 
 async function ours(conn: LibvirtConnection, inFlight: number): Promise<number> {

@@ -2,7 +2,7 @@
 // connection of its own that is closed when the probe ends (never the shared one: a health
 // probe must neither wait behind nor break a host's real work). docs/health.md is the
 // operator's view of the reasons.
-import { SpanStatusCode } from '@opentelemetry/api';
+
 import {
   CallAbortedError,
   DialError,
@@ -21,6 +21,7 @@ import {
   type Finding,
   type HealthReport,
 } from './health/reasons.js';
+import { inSpan } from './telemetry.js';
 
 export { REASON_STATUS } from './health/reasons.js';
 export type { HealthDetails, HealthReason, HealthReport, HealthStatus } from './health/reasons.js';
@@ -47,42 +48,29 @@ export async function checkHost(
 ): Promise<HealthReport> {
   const config = hostConfig(ctx, host);
   opts.signal?.throwIfAborted();
-  return ctx.tracer.startActiveSpan(
-    'provider.check',
-    {
-      attributes: {
-        'kvm2.host': host,
-        ...(config.zone === undefined ? {} : { 'kvm2.zone': config.zone }),
+  const attributes = {
+    'kvm2.host': host,
+    ...(config.zone === undefined ? {} : { 'kvm2.zone': config.zone }),
+  };
+  return inSpan(ctx, 'provider.check', attributes, async (span) => {
+    const report = await probe(ctx, config, opts.signal);
+    span.setAttributes({
+      'kvm2.health.status': report.status,
+      'kvm2.health.reason': report.reason,
+    });
+    ctx.logger.info(
+      {
+        host,
+        ...(config.zone === undefined ? {} : { zone: config.zone }),
+        status: report.status,
+        reason: report.reason,
+        durationMs: report.durationMs,
+        message: report.message,
       },
-    },
-    async (span) => {
-      try {
-        const report = await probe(ctx, config, opts.signal);
-        span.setAttributes({
-          'kvm2.health.status': report.status,
-          'kvm2.health.reason': report.reason,
-        });
-        ctx.logger.info(
-          {
-            host,
-            ...(config.zone === undefined ? {} : { zone: config.zone }),
-            status: report.status,
-            reason: report.reason,
-            durationMs: report.durationMs,
-            message: report.message,
-          },
-          'health check',
-        );
-        return report;
-      } catch (err) {
-        span.recordException(err as Error);
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-        throw err;
-      } finally {
-        span.end();
-      }
-    },
-  );
+      'health check',
+    );
+    return report;
+  });
 }
 
 /**

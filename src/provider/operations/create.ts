@@ -4,7 +4,6 @@
 //   5 overlay (reused only when backed by that base) · 6 seed (always rebuilt)
 //   7 define with metadata, start, wait until running.
 // Steps 3–6 are skipped when the domain exists: it was defined last, so its disks exist.
-import { SpanStatusCode } from '@opentelemetry/api';
 import type { LibvirtConnection } from '../../libvirt/connection.js';
 import { VirErr } from '../../libvirt/error-codes.js';
 import { LibvirtError } from '../../libvirt/errors.js';
@@ -47,6 +46,7 @@ import { buildSeed } from '../seed/seed.js';
 import { DomainState } from '../state.js';
 import { buildDomainXml } from '../xml/domain.js';
 import { buildVolumeXml, parseVolumeBacking } from '../xml/volume.js';
+import { inSpan } from '../telemetry.js';
 
 const DEFINE_VALIDATE = 1; // VIR_DOMAIN_DEFINE_VALIDATE: libvirt checks the XML schema
 const START_WAIT_MS = 15_000;
@@ -71,27 +71,15 @@ export async function create(
   hostConfig(ctx, host);
   imageConfig(ctx, req.image);
   const id = formatInstanceId(host, req.name);
-  return ctx.tracer.startActiveSpan(
-    'provider.create',
-    { attributes: { 'kvm2.instance': id, 'kvm2.host': host, 'kvm2.image': req.image } },
-    async (span) => {
-      try {
-        const instance = await ctx.locks
-          .withLock(`instance:${id}`, (signal) => createLocked(ctx, host, req, { signal }), {
-            signal: options?.signal,
-          })
-          .catch((err: unknown) => {
-            throw asOperationError(err);
-          });
-        span.end();
-        return instance;
-      } catch (err) {
-        span.recordException(err as Error);
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-        span.end();
-        throw err;
-      }
-    },
+  const attributes = { 'kvm2.instance': id, 'kvm2.host': host, 'kvm2.image': req.image };
+  return inSpan(ctx, 'provider.create', attributes, () =>
+    ctx.locks
+      .withLock(`instance:${id}`, (signal) => createLocked(ctx, host, req, { signal }), {
+        signal: options?.signal,
+      })
+      .catch((err: unknown) => {
+        throw asOperationError(err);
+      }),
   );
 }
 

@@ -2,7 +2,6 @@
 // save and snapshot metadata (falling back when a flag is unsupported) → delete the overlay
 // and the seed. "Already gone" counts only for libvirt's no-domain / no-volume errors; a
 // transport error propagates (transient), never "gone". The base image stays.
-import { SpanStatusCode } from '@opentelemetry/api';
 import type { LibvirtConnection } from '../../libvirt/connection.js';
 import { VirErr } from '../../libvirt/error-codes.js';
 import { LibvirtError } from '../../libvirt/errors.js';
@@ -19,6 +18,7 @@ import {
 import type { ProviderContext } from '../context.js';
 import { overlayVolumeName, parseInstanceId, seedVolumeName } from '../ids.js';
 import { asOperationError, isNoDomain, isNoVolume, requireOwned } from '../instance.js';
+import { inSpan } from '../telemetry.js';
 
 const UNDEFINE_MANAGED_SAVE = 1;
 const UNDEFINE_SNAPSHOTS_METADATA = 2;
@@ -45,24 +45,10 @@ export async function deleteInstance(
     ctx.logger.warn({ instance: id, host }, 'delete: host is not configured; nothing to do');
     return;
   }
-  await ctx.tracer.startActiveSpan(
-    'provider.delete',
-    { attributes: { 'kvm2.instance': id } },
-    async (span) => {
-      try {
-        await ctx.locks.withLock(
-          `instance:${id}`,
-          (signal) => deleteLocked(ctx, host, name, { signal }),
-          { signal: options?.signal },
-        );
-      } catch (err) {
-        span.recordException(err as Error);
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-        throw err;
-      } finally {
-        span.end();
-      }
-    },
+  await inSpan(ctx, 'provider.delete', { 'kvm2.instance': id }, () =>
+    ctx.locks.withLock(`instance:${id}`, (signal) => deleteLocked(ctx, host, name, { signal }), {
+      signal: options?.signal,
+    }),
   );
 }
 

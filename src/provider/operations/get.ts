@@ -6,6 +6,7 @@ import { hostConfig, type ProviderContext } from '../context.js';
 import { ProviderError } from '../errors.js';
 import { parseInstanceId } from '../ids.js';
 import { asOperationError, isNoDomain, readInstance, type Instance } from '../instance.js';
+import { inSpan } from '../telemetry.js';
 
 export async function get(
   ctx: ProviderContext,
@@ -14,30 +15,22 @@ export async function get(
 ): Promise<Instance> {
   const { host, name } = parseInstanceId(id);
   hostConfig(ctx, host);
-  return ctx.tracer.startActiveSpan(
-    'provider.get',
-    { attributes: { 'kvm2.instance': id } },
-    async (span) => {
-      try {
-        const io = { signal: options?.signal };
-        const conn = await ctx.hosts.shared(host, io);
-        let dom;
-        try {
-          ({ dom } = await conn.call(DomainLookupByName, { name }, io));
-        } catch (err) {
-          if (isNoDomain(err)) {
-            throw new ProviderError('ERR_NOT_FOUND', 'not_found', `no instance '${id}'`, {
-              cause: err,
-            });
-          }
-          throw err;
-        }
-        return await readInstance(conn, host, dom, io).catch((err: unknown) => {
-          throw asOperationError(err);
+  return inSpan(ctx, 'provider.get', { 'kvm2.instance': id }, async () => {
+    const io = { signal: options?.signal };
+    const conn = await ctx.hosts.shared(host, io);
+    let dom;
+    try {
+      ({ dom } = await conn.call(DomainLookupByName, { name }, io));
+    } catch (err) {
+      if (isNoDomain(err)) {
+        throw new ProviderError('ERR_NOT_FOUND', 'not_found', `no instance '${id}'`, {
+          cause: err,
         });
-      } finally {
-        span.end();
       }
-    },
-  );
+      throw err;
+    }
+    return await readInstance(conn, host, dom, io).catch((err: unknown) => {
+      throw asOperationError(err);
+    });
+  });
 }

@@ -7,6 +7,7 @@ import { ConnectListAllDomains } from '../../libvirt/protocol.gen.js';
 import type { ProviderContext } from '../context.js';
 import { ProviderError } from '../errors.js';
 import { readMetadata, toInstance, type Instance } from '../instance.js';
+import { inSpan } from '../telemetry.js';
 
 export async function listByTag(
   ctx: ProviderContext,
@@ -14,26 +15,22 @@ export async function listByTag(
   options?: { signal?: AbortSignal | undefined },
 ): Promise<Instance[]> {
   const io = { signal: options?.signal };
-  return ctx.tracer.startActiveSpan('provider.listByTag', async (span) => {
-    try {
-      const perHost = await Promise.all(
-        ctx.config.hosts.map(async ({ name: host }) => {
-          try {
-            return await listHost(ctx, host, tag, io);
-          } catch (err) {
-            throw new ProviderError(
-              'ERR_PARTIAL_VIEW',
-              (err as { kind?: 'transient' }).kind ?? 'transient',
-              `listByTag: host '${host}' could not be listed: ${(err as Error).message}`,
-              { cause: err },
-            );
-          }
-        }),
-      );
-      return perHost.flat();
-    } finally {
-      span.end();
-    }
+  return inSpan(ctx, 'provider.listByTag', { 'kvm2.tag': tag }, async () => {
+    const perHost = await Promise.all(
+      ctx.config.hosts.map(async ({ name: host }) => {
+        try {
+          return await listHost(ctx, host, tag, io);
+        } catch (err) {
+          throw new ProviderError(
+            'ERR_PARTIAL_VIEW',
+            (err as { kind?: 'transient' }).kind ?? 'transient',
+            `listByTag: host '${host}' could not be listed: ${(err as Error).message}`,
+            { cause: err },
+          );
+        }
+      }),
+    );
+    return perHost.flat();
   });
 }
 
