@@ -66,6 +66,12 @@ export class Keepalive {
     this.lastHeard = Date.now();
   }
 
+  /** While held (we stopped reading on purpose), silence proves nothing: no ping, no verdict. */
+  hold(on: boolean): void {
+    this.held = on;
+    if (!on) this.lastHeard = Date.now();
+  }
+
   onMessage(h: PacketHeader): void {
     Keepalive.answer(h, (f) => this.io.ping(f));
   }
@@ -75,8 +81,10 @@ export class Keepalive {
   }
 
   private lastPing = 0;
+  private held = false;
 
   private check(): void {
+    if (this.held) return;
     const now = Date.now();
     const silent = now - this.lastHeard;
     const { intervalMs, count } = this.options;

@@ -97,6 +97,7 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
   private armedFor = Infinity;
   private nextSerial = 1;
   private corked = false;
+  private readPauses = 0;
   private closing = false;
   private downError: Error | undefined;
   private down = false;
@@ -260,7 +261,7 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
     args: A,
     options?: CallOptions,
   ): AsyncGenerator<Buffer, void, undefined> {
-    const sink = new DownloadSink(this.stream);
+    const sink = new DownloadSink(this);
     const serial = await this.openStream(proc, args, sink, options);
     const signal = options?.signal;
     const onAbort = (): void => {
@@ -292,6 +293,24 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
     } finally {
       signal?.removeEventListener('abort', onAbort);
       this.streams.delete(serial);
+      sink.release();
+    }
+  }
+
+  /**
+   * A download whose consumer lags stops the link's reads. Keepalive must not take that
+   * silence for a dead daemon, so it holds while any download holds the link.
+   */
+  pauseReads(): void {
+    if (this.readPauses++ === 0) {
+      this.stream.pause();
+      this.keepalive?.hold(true);
+    }
+  }
+
+  resumeReads(): void {
+    if (this.readPauses > 0 && --this.readPauses === 0) {
+      this.keepalive?.hold(false);
       this.stream.resume();
     }
   }

@@ -3,7 +3,6 @@
 //   download: CALL, REPLY, STREAM/CONTINUE <raw bytes>..., empty CONTINUE (end of data),
 //             our STREAM/OK, the daemon's STREAM/OK
 // A STREAM/ERROR from the daemon carries a remote_error and may come at any time.
-import type { Duplex } from 'node:stream';
 import { ProtocolError } from './errors.js';
 import { PREFIX_SIZE, STREAM_CHUNK_MAX, encodePrefix, type PacketHeader } from './packet.js';
 
@@ -110,9 +109,16 @@ export class UploadSink implements StreamSink {
 }
 
 /** Download side: a bounded queue between the socket and the consumer. */
+/** Pauses and resumes the link's reads; counted by the engine, so two sinks cannot undo each other. */
+export interface ReadGate {
+  pauseReads(): void;
+  resumeReads(): void;
+}
+
 export class DownloadSink implements StreamSink {
   private readonly chunks: Buffer[] = [];
   private queued = 0;
+  private paused = false;
   private eof = false;
   private failure: Error | undefined;
   private waiter: (() => void) | undefined;
@@ -120,7 +126,7 @@ export class DownloadSink implements StreamSink {
   private rejectFinished!: (e: Error) => void;
   readonly finished: Promise<void>;
 
-  constructor(private readonly link: Duplex) {
+  constructor(private readonly gate: ReadGate) {
     this.finished = new Promise<void>((res, rej) => {
       this.resolveFinished = res;
       this.rejectFinished = rej;
@@ -134,7 +140,7 @@ export class DownloadSink implements StreamSink {
     else {
       this.chunks.push(payload);
       this.queued += payload.length;
-      if (this.queued > DOWNLOAD_HIGH_WATER) this.link.pause();
+      if (this.queued > DOWNLOAD_HIGH_WATER) this.setPaused(true);
     }
     this.wake();
   }
@@ -157,13 +163,25 @@ export class DownloadSink implements StreamSink {
       const chunk = this.chunks.shift();
       if (chunk !== undefined) {
         this.queued -= chunk.length;
-        if (this.queued <= DOWNLOAD_HIGH_WATER / 2) this.link.resume();
+        if (this.queued <= DOWNLOAD_HIGH_WATER / 2) this.setPaused(false);
         return chunk;
       }
       if (this.failure !== undefined) throw this.failure;
       if (this.eof) return null;
       await new Promise<void>((res) => (this.waiter = res));
     }
+  }
+
+  /** Gives the link back (called when the download ends, however it ends). */
+  release(): void {
+    this.setPaused(false);
+  }
+
+  private setPaused(on: boolean): void {
+    if (on === this.paused) return;
+    this.paused = on;
+    if (on) this.gate.pauseReads();
+    else this.gate.resumeReads();
   }
 
   private wake(): void {

@@ -5,7 +5,11 @@ import type { Duplex } from 'node:stream';
 import { expect, it } from 'vitest';
 import { CallAbortedError } from '../../src/libvirt/errors.js';
 import { FrameDecoder, encodePrefix, type PacketHeader } from '../../src/libvirt/packet.js';
-import { ConnectGetHostname, StorageVolUpload } from '../../src/libvirt/protocol.gen.js';
+import {
+  ConnectGetHostname,
+  StorageVolDownload,
+  StorageVolUpload,
+} from '../../src/libvirt/protocol.gen.js';
 import { RpcClient } from '../../src/libvirt/rpc-client.js';
 import { duplexPair } from '../fakes/duplex-pair.js';
 
@@ -75,4 +79,50 @@ it('an upload whose source throws closes the link and rejects with the source er
   daemon.reply(daemon.calls[0]!, Buffer.alloc(0)); // the call's reply: the stream is open
   await expect(upload).rejects.toThrow('image server went away');
   expect(client.isDown).toBe(true);
+});
+
+it('a download whose consumer lags pauses the link without keepalive taking it for dead', async () => {
+  const [ours, theirs] = duplexPair();
+  const daemon = fakeDaemon(theirs);
+  const client = new RpcClient(ours, { host: 'fake' });
+  client.startKeepalive({ intervalMs: 50, count: 2 }); // silent for 100 ms: dead
+  const vol = { pool: 'default', name: 'v', key: 'k' };
+  const download = client.download(StorageVolDownload, { vol, offset: 0n, length: 0n, flags: 0 });
+  const first = download.next(); // sends the call
+  await new Promise((r) => setImmediate(r));
+  const call = daemon.calls[0]!;
+  daemon.reply(call, Buffer.alloc(0));
+  const stream = (status: number, payload: Buffer): void => {
+    theirs.write(
+      Buffer.concat([encodePrefix({ ...call, type: 3, status }, payload.length), payload]),
+    );
+  };
+  const mib = Buffer.alloc(1 << 20, 7);
+  for (let i = 0; i < 6; i++) stream(2, mib); // 6 MiB: past the 4 MiB high-water mark
+  stream(2, Buffer.alloc(0)); // end of data
+  await first;
+  // The consumer lags well past the keepalive's patience; the link is paused, not dead.
+  await new Promise((r) => setTimeout(r, 300));
+  expect(client.isDown).toBe(false);
+  let bytes = 1 << 20;
+  const rest = (async () => {
+    for (;;) {
+      const { value, done } = await download.next();
+      if (done) return;
+      bytes += value.length;
+    }
+  })();
+  // Our finish goes out after the data; the daemon confirms it.
+  const finishSeen = new Promise<void>((resolve) => {
+    const decoder = new FrameDecoder((h) => {
+      if (h.type === 3 && h.status === 0) resolve();
+    });
+    theirs.on('data', (d: Buffer) => decoder.push(d));
+  });
+  await finishSeen;
+  stream(0, Buffer.alloc(0));
+  await rest;
+  expect(bytes).toBe(6 << 20);
+  expect(client.isDown).toBe(false);
+  client.destroy();
 });
