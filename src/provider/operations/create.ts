@@ -15,14 +15,10 @@ import {
   StoragePoolGetInfo,
   StoragePoolLookupByName,
   StorageVolCreateXML,
-  StorageVolDelete,
   StorageVolGetPath,
   StorageVolGetXMLDesc,
-  StorageVolLookupByName,
-  StorageVolUpload,
   type NonnullDomain,
   type NonnullStoragePool,
-  type NonnullStorageVol,
 } from '../../libvirt/protocol.gen.js';
 import { hostConfig, imageConfig, type ProviderContext } from '../context.js';
 import { ProviderError } from '../errors.js';
@@ -32,11 +28,11 @@ import {
   imagePendingBytes,
   type BaseImage,
 } from '../image-cache.js';
+import { deleteVolume, lookupVolume, writeSmallVolume } from '../image/volumes.js';
 import { formatInstanceId, overlayVolumeName, seedVolumeName } from '../ids.js';
 import {
   asOperationError,
   isNoDomain,
-  isNoVolume,
   readInstance,
   readMetadata,
   type Instance,
@@ -186,20 +182,6 @@ async function lookupDomain(
   }
 }
 
-async function lookupVolume(
-  conn: LibvirtConnection,
-  pool: NonnullStoragePool,
-  name: string,
-  io: Io,
-): Promise<NonnullStorageVol | null> {
-  try {
-    return (await conn.call(StorageVolLookupByName, { pool, name }, io)).vol;
-  } catch (err) {
-    if (isNoVolume(err)) return null;
-    throw err;
-  }
-}
-
 /** Step 5: the overlay backed by the base; an existing one only when backed by that base. */
 async function ensureOverlay(
   conn: LibvirtConnection,
@@ -211,8 +193,8 @@ async function ensureOverlay(
   io: Io,
 ): Promise<string> {
   const volName = overlayVolumeName(name);
-  let vol = await lookupVolume(conn, pool, volName, io);
-  if (vol !== null) {
+  let vol = await lookupVolume(conn, pool, volName, io.signal);
+  if (vol !== undefined) {
     const { xml } = await conn.call(StorageVolGetXMLDesc, { vol, flags: 0 }, io);
     const backing = parseVolumeBacking(xml);
     if (backing?.path !== base.path) {
@@ -251,16 +233,9 @@ async function uploadSeed(
   io: Io,
 ): Promise<string> {
   const volName = seedVolumeName(name);
-  const old = await lookupVolume(conn, pool, volName, io);
-  if (old !== null) await conn.call(StorageVolDelete, { vol: old, flags: 0 }, io);
-  const xml = buildVolumeXml({ name: volName, capacityBytes: seed.length, format: 'raw' });
-  const { vol } = await conn.call(StorageVolCreateXML, { pool, xml, flags: 0 }, io);
-  await conn.upload(
-    StorageVolUpload,
-    { vol, offset: 0n, length: BigInt(seed.length), flags: 0 },
-    [seed],
-    io,
-  );
+  const old = await lookupVolume(conn, pool, volName, io.signal);
+  if (old !== undefined) await deleteVolume(conn, old, io.signal);
+  const vol = await writeSmallVolume(conn, pool, volName, seed, io.signal);
   return (await conn.call(StorageVolGetPath, { vol }, io)).name;
 }
 
