@@ -30,6 +30,7 @@ import { startImageServer } from '../../test/harness/image-server.js';
 import { isolatedNetwork } from '../../test/harness/libvirt-objects.js';
 import { startSshd } from '../../test/harness/sshd.js';
 import { cClientUri, median } from '../lib/virsh-ssh.js';
+import { testHost } from '../../test/harness/test-host.js';
 
 const run = promisify(execFile);
 
@@ -69,15 +70,7 @@ async function main(): Promise<void> {
   await run('qemu-img', ['create', '-q', '-f', 'qcow2', imageFile, '64M']);
   images.serve('/tiny.qcow2', { file: imageFile });
   const configInput = {
-    hosts: [
-      {
-        name: 'h1',
-        uri: sshd.uri('/system'),
-        network: net.name,
-        domainType: 'qemu',
-        cpuMode: 'none',
-      },
-    ],
+    hosts: [testHost(sshd, net.name)],
     images: { tiny: { url: images.url('/tiny.qcow2'), format: 'qcow2' } },
     defaults: { vcpus: 1, memoryMiB: 128, diskGiB: 1 },
   };

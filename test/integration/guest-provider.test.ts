@@ -20,6 +20,7 @@ import {
 } from '../harness/libvirt-objects.js';
 import { startSshd, type Sshd } from '../harness/sshd.js';
 import { uniqueName, virsh } from '../harness/virsh.js';
+import { testHost } from '../harness/test-host.js';
 
 const BOOT_BUDGET_MS = 150_000;
 
@@ -43,16 +44,7 @@ beforeAll(async () => {
   baseVolume = `kvm2-base-${sha256}.qcow2`;
   provider = new Provider(
     parseConfig({
-      hosts: [
-        {
-          name: 'h1',
-          uri: sshd.uri('/system'),
-          network: net.name,
-          domainType: 'qemu',
-          firmware: 'uefi',
-          cpuMode: 'none',
-        },
-      ],
+      hosts: [testHost(sshd, net.name)],
       images: { guest: { url: images.url('/guest.qcow2'), sha256, format: 'qcow2' } },
       defaults: { vcpus: 1, memoryMiB: 256, diskGiB: 1 },
     }),

@@ -21,6 +21,7 @@ import {
 } from '../harness/libvirt-objects.js';
 import { startSshd, type Sshd } from '../harness/sshd.js';
 import { uniqueName, virsh } from '../harness/virsh.js';
+import { testHost } from '../harness/test-host.js';
 
 const run = promisify(execFile);
 
@@ -50,17 +51,6 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-function hostConfig(pool = 'default') {
-  return {
-    name: 'h1',
-    uri: sshd.uri('/system'),
-    pool,
-    network: net.name,
-    domainType: 'qemu' as const,
-    cpuMode: 'none' as const,
-  };
-}
-
 it('a pool too small for the image: quota_exceeded before anything is written', async () => {
   // A dir pool on a 4 MiB tmpfs of its own, and a 16 MiB image.
   const mnt = path.join(dir, 'small');
@@ -73,7 +63,7 @@ it('a pool too small for the image: quota_exceeded before anything is written', 
     images.serve('/big.raw', { data: crypto.randomBytes(16 << 20) });
     const provider = new Provider(
       parseConfig({
-        hosts: [hostConfig(pool)],
+        hosts: [testHost(sshd, net.name, { pool })],
         images: { big: { url: images.url('/big.raw'), format: 'raw' } },
         defaults: { vcpus: 1, memoryMiB: 64, diskGiB: 1 },
       }),
@@ -111,7 +101,7 @@ it('libvirtd restarted in the middle of a create: transient, and the retry leave
   });
   const provider = new Provider(
     parseConfig({
-      hosts: [hostConfig()],
+      hosts: [testHost(sshd, net.name)],
       images: { rs: { url: images.url('/restart.qcow2'), format: 'qcow2' } },
       defaults: { vcpus: 1, memoryMiB: 128, diskGiB: 1 },
     }),

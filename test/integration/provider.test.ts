@@ -28,6 +28,7 @@ import {
 } from '../harness/libvirt-objects.js';
 import { startSshd, type Sshd } from '../harness/sshd.js';
 import { uniqueName, virsh, virshFails } from '../harness/virsh.js';
+import { testHost } from '../harness/test-host.js';
 
 const run = promisify(execFile);
 const SENTINEL = 'kvm2-secret-sentinel-7f3a9c';
@@ -75,17 +76,7 @@ beforeAll(async () => {
   images.serve('/tiny.qcow2', { file: image });
   net = await isolatedNetwork('kvm2-pvnet');
   const config = parseConfig({
-    hosts: [
-      {
-        name: 'h1',
-        uri: sshd.uri('/system'),
-        pool: 'default',
-        network: net.name,
-        domainType: 'qemu',
-        firmware: 'uefi',
-        cpuMode: 'none',
-      },
-    ],
+    hosts: [testHost(sshd, net.name)],
     images: { [imageTag]: { url: images.url('/tiny.qcow2'), format: 'qcow2' } },
     defaults: { vcpus: 1, memoryMiB: 128, diskGiB: 1 },
   });
@@ -312,20 +303,11 @@ describe('listByTag', () => {
   it('fails whole when a host cannot be listed', async () => {
     const config = parseConfig({
       hosts: [
-        {
-          name: 'h1',
-          uri: sshd.uri('/system'),
-          network: net.name,
-          domainType: 'qemu',
-          cpuMode: 'none',
-        },
-        {
+        testHost(sshd, net.name),
+        testHost(sshd, net.name, {
           name: 'h2',
           uri: sshd.uri('/system', { socket: '/nonexistent/libvirt-sock' }),
-          network: net.name,
-          domainType: 'qemu',
-          cpuMode: 'none',
-        },
+        }),
       ],
     });
     const partial = new Provider(config);
@@ -344,15 +326,7 @@ describe('telemetry and secrets', () => {
   it('provider.create is the parent of kvm2.dial, kvm2.download and the define call; no secret leaks', async () => {
     exporter.reset();
     const config = parseConfig({
-      hosts: [
-        {
-          name: 'h1',
-          uri: sshd.uri('/system'),
-          network: net.name,
-          domainType: 'qemu',
-          cpuMode: 'none',
-        },
-      ],
+      hosts: [testHost(sshd, net.name)],
       images: {
         // A fresh image (its own digest), so this create downloads.
         [`${imageTag}-t`]: { url: images.url('/tiny.qcow2?t'), format: 'qcow2' },

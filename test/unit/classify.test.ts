@@ -19,6 +19,7 @@ import { HostTable } from '../../src/libvirt/host-table.js';
 import { parseLibvirtUri } from '../../src/libvirt/uri.js';
 import { parseConfig } from '../../src/provider/config/load.js';
 import { parseInstanceId } from '../../src/provider/ids.js';
+import { markdownTable } from '../harness/markdown.js';
 
 /** How docs/errors.md writes a row's match. */
 function matchLabel(row: ErrorTableRow): string {
@@ -28,27 +29,6 @@ function matchLabel(row: ErrorTableRow): string {
   }
   if (row.source === 'js' && row.match === '*') return 'anything else';
   return String(row.match);
-}
-
-/** The cells of the first markdown table after `heading`. */
-function markdownTable(markdown: string, heading: string): string[][] {
-  const lines = markdown.split('\n');
-  const start = lines.indexOf(heading);
-  expect(start, `${heading} in the document`).toBeGreaterThanOrEqual(0);
-  const rows: string[][] = [];
-  for (const line of lines.slice(start + 1)) {
-    if (!line.startsWith('|')) {
-      if (rows.length > 0) break;
-      continue;
-    }
-    rows.push(
-      line
-        .slice(1, -1)
-        .split(/(?<!\\)\|/)
-        .map((cell) => cell.trim().replace(/\\\|/g, '|')),
-    );
-  }
-  return rows.slice(2); // header and separator
 }
 
 function thrown(fn: () => unknown): unknown {

@@ -8,27 +8,7 @@ import {
   stateRow,
   type StateRow,
 } from '../../src/provider/state.js';
-
-/** The cells of the first markdown table after `heading`. */
-function markdownTable(markdown: string, heading: string): string[][] {
-  const lines = markdown.split('\n');
-  const start = lines.indexOf(heading);
-  expect(start, `${heading} in the document`).toBeGreaterThanOrEqual(0);
-  const rows: string[][] = [];
-  for (const line of lines.slice(start + 1)) {
-    if (!line.startsWith('|')) {
-      if (rows.length > 0) break;
-      continue;
-    }
-    rows.push(
-      line
-        .slice(1, -1)
-        .split('|')
-        .map((cell) => cell.trim()),
-    );
-  }
-  return rows.slice(2); // header and separator
-}
+import { markdownTable } from '../harness/markdown.js';
 
 /** How docs/states.md writes a row. */
 function cells(row: StateRow): string[] {
