@@ -21,6 +21,10 @@ PACKAGES=(
   openssh-server openssh-client redis-server python3-libvirt
   # independent readers of the seed ISO (and cloud-init's own parser of it)
   genisoimage libarchive-tools cloud-init
+  # the dashboard test's browser (driven by playwright-core; never a downloaded browser)
+  chromium
+  # validates docker-compose.yml (no Docker engine runs here)
+  docker-compose
   procps
 )
 
