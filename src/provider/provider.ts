@@ -3,10 +3,11 @@
 import type { Kvm2Config } from './config/schema.js';
 import { createContext, type ContextOptions, type ProviderContext } from './context.js';
 import type { Instance } from './instance.js';
-import { create } from './operations/create.js';
+import { create, type CreatePhase } from './operations/create.js';
 import { deleteInstance } from './operations/delete.js';
 import { get } from './operations/get.js';
 import { listByTag } from './operations/list-by-tag.js';
+import { sweepOrphanVolumes, type SweepReport } from './operations/sweep.js';
 import type { CreateRequest } from './request.js';
 
 export interface OperationOptions {
@@ -20,7 +21,10 @@ export class Provider {
     this.ctx = createContext(config, options);
   }
 
-  create(request: CreateRequest, options?: OperationOptions): Promise<Instance> {
+  create(
+    request: CreateRequest,
+    options?: OperationOptions & { onProgress?: ((phase: CreatePhase) => void) | undefined },
+  ): Promise<Instance> {
     return create(this.ctx, request, options);
   }
 
@@ -34,6 +38,17 @@ export class Provider {
 
   listByTag(tag: string, options?: OperationOptions): Promise<Instance[]> {
     return listByTag(this.ctx, tag, options);
+  }
+
+  /**
+   * GC's orphan-volume sweep on one host (SPEC §8): deletes kvm2 overlays and seeds whose
+   * domain is gone and that last changed more than `olderThanMs` before `now`.
+   */
+  sweepOrphanVolumes(
+    host: string,
+    options: { olderThanMs: number; now?: number; signal?: AbortSignal },
+  ): Promise<SweepReport> {
+    return sweepOrphanVolumes(this.ctx, host, options);
   }
 
   /** Closes the shared connections. */

@@ -52,12 +52,19 @@ const SERIAL_LOG_DIR = '/var/log/libvirt/qemu';
 
 interface Io {
   readonly signal: AbortSignal;
+  readonly onProgress?: ((phase: CreatePhase) => void) | undefined;
 }
+
+/** Where a create stands, for a progress display: each phase is reported as it begins. */
+export type CreatePhase = 'download' | 'volumes' | 'boot';
 
 export async function create(
   ctx: ProviderContext,
   input: unknown,
-  options?: { signal?: AbortSignal | undefined },
+  options?: {
+    signal?: AbortSignal | undefined;
+    onProgress?: ((phase: CreatePhase) => void) | undefined;
+  },
 ): Promise<Instance> {
   const req = parseCreateRequest(input);
   if (req.host === undefined) {
@@ -70,9 +77,13 @@ export async function create(
   const attributes = { 'kvm2.instance': id, 'kvm2.host': host, 'kvm2.image': req.image };
   return inSpan(ctx, 'provider.create', attributes, () =>
     ctx.locks
-      .withLock(`instance:${id}`, (signal) => createLocked(ctx, host, req, { signal }), {
-        signal: options?.signal,
-      })
+      .withLock(
+        `instance:${id}`,
+        (signal) => createLocked(ctx, host, req, { signal, onProgress: options?.onProgress }),
+        {
+          signal: options?.signal,
+        },
+      )
       .catch((err: unknown) => {
         throw asOperationError(err);
       }),
@@ -109,6 +120,7 @@ async function createLocked(
   } else {
     dom = await makeDomain(ctx, conn, host, req, io);
   }
+  io.onProgress?.('boot');
   await startAndWait(conn, host, dom, io);
   return readInstance(conn, host, dom, io);
 }
@@ -145,7 +157,9 @@ async function makeDomain(
   }
 
   // 4–6
+  if (cached === undefined) io.onProgress?.('download');
   const base = cached ?? (await ensureBaseImage(ctx, host, req.image, io));
+  io.onProgress?.('volumes');
   const diskGiB = req.diskGiB ?? ctx.config.defaults.diskGiB;
   // The overlay first: when an existing one is refused, no seed has been made for nothing.
   const overlayPath = await ensureOverlay(conn, host, pool, req.name, base, diskGiB, io);

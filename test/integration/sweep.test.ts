@@ -1,0 +1,266 @@
+// GC's orphan-volume sweep against the real libvirtd through the harness's sshd, virsh making
+// the volumes and domains and witnessing what is left. The volumes live in a throwaway dir pool:
+// a sweep with no grace period in `default` would also take volumes of creates that other runs
+// have in flight on this libvirtd.
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Writable } from 'node:stream';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/provider/config/load.js';
+import { ProviderError } from '../../src/provider/errors.js';
+import { InProcessLocks, type KeyedLocks } from '../../src/provider/locks.js';
+import { Provider } from '../../src/provider/provider.js';
+import { poolVolumes } from '../harness/libvirt-objects.js';
+import { freePort, startSshd, type Sshd } from '../harness/sshd.js';
+import { testHost } from '../harness/test-host.js';
+import { uniqueName, virsh } from '../harness/virsh.js';
+
+/** The instance locks, with two faults: keys that are busy (as a worker's locks throw), and a
+ *  hook that sees each request before it waits. */
+class TestLocks implements KeyedLocks {
+  readonly inner = new InProcessLocks();
+  readonly busy = new Set<string>();
+  onRequest: ((key: string) => void) | undefined;
+
+  withLock<T>(
+    key: string,
+    fn: (signal: AbortSignal) => Promise<T>,
+    options?: { signal?: AbortSignal | undefined },
+  ): Promise<T> {
+    this.onRequest?.(key);
+    if (this.busy.has(key)) {
+      return Promise.reject(new ProviderError('ERR_LOCK_BUSY', 'transient', `'${key}' is busy`));
+    }
+    return this.inner.withLock(key, fn, options);
+  }
+}
+
+const u = uniqueName('sw');
+const pool = uniqueName('kvm2-sweep').slice(0, 40);
+const HOUR = 3_600_000;
+let sshd: Sshd;
+let dir: string;
+let provider: Provider;
+const locks = new TestLocks();
+const domains: string[] = [];
+const exporter = new InMemorySpanExporter();
+const tracerProvider = new BasicTracerProvider({
+  spanProcessors: [new SimpleSpanProcessor(exporter)],
+});
+const logLines: Record<string, unknown>[] = [];
+const logger = pino(
+  { level: 'info' },
+  new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      logLines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+      cb();
+    },
+  }),
+);
+
+// beforeAll's volumes: made old, then (after a pause) young.
+const orphan = `${u}-o`;
+const lone = `${u}-s`;
+const young = `${u}-y`;
+const foreign = `${u}-f`;
+const vols = {
+  orphanOverlay: `kvm2-${orphan}.qcow2`,
+  orphanSeed: `kvm2-${orphan}-seed.iso`,
+  loneSeed: `kvm2-${lone}-seed.iso`,
+  foreignOverlay: `kvm2-${foreign}.qcow2`,
+  foreignSeed: `kvm2-${foreign}-seed.iso`,
+  other: `other-${u}.qcow2`,
+  base: `kvm2-base-${randomBytes(32).toString('hex')}.qcow2`,
+  youngOverlay: `kvm2-${young}.qcow2`,
+};
+let oldMadeBy = 0;
+let youngMadeFrom = 0;
+let foreignXml = '';
+
+async function makeVolume(name: string): Promise<void> {
+  await virsh(['vol-create-as', pool, name, '1M', '--format', 'raw']);
+}
+
+/** A shut-off domain without kvm2 metadata: foreign, never to be touched. */
+async function defineForeignDomain(name: string): Promise<void> {
+  const file = path.join(dir, `${name}.xml`);
+  fs.writeFileSync(
+    file,
+    `<domain type='qemu'><name>${name}</name><memory unit='MiB'>32</memory>` +
+      `<os><type arch='x86_64'>hvm</type></os></domain>`,
+  );
+  domains.push(name);
+  await virsh(['define', file]);
+}
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvm2-sweep-'));
+  const target = path.join(dir, 'pool');
+  fs.mkdirSync(target);
+  await virsh(['pool-define-as', pool, 'dir', '--target', target]);
+  await virsh(['pool-start', pool]);
+  sshd = await startSshd();
+  const config = parseConfig({
+    // The sweep never reads the network; the name only has to parse.
+    hosts: [testHost(sshd, 'kvm2-sweep-unused', { pool })],
+    images: {},
+  });
+  provider = new Provider(config, { locks, logger, tracer: tracerProvider.getTracer('test') });
+
+  for (const name of [
+    vols.orphanOverlay,
+    vols.orphanSeed,
+    vols.loneSeed,
+    vols.foreignOverlay,
+    vols.foreignSeed,
+    vols.other,
+    vols.base,
+  ]) {
+    await makeVolume(name);
+  }
+  await defineForeignDomain(foreign);
+  foreignXml = await virsh(['dumpxml', foreign]);
+  oldMadeBy = Date.now();
+  await sleep(1_500);
+  youngMadeFrom = Date.now();
+  await makeVolume(vols.youngOverlay);
+});
+
+afterAll(async () => {
+  await provider?.close();
+  for (const d of domains) await virsh(['undefine', d]).catch(() => undefined);
+  for (const v of await poolVolumes(pool).catch(() => [])) {
+    await virsh(['vol-delete', '--pool', pool, v]).catch(() => undefined);
+  }
+  await virsh(['pool-destroy', pool]).catch(() => undefined);
+  await virsh(['pool-undefine', pool]).catch(() => undefined);
+  await sshd?.stop();
+  if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('sweepOrphanVolumes', () => {
+  it('keeps every volume younger than the grace period', async () => {
+    const before = await poolVolumes(pool);
+    const report = await provider.sweepOrphanVolumes('h1', { olderThanMs: HOUR });
+    expect(report).toEqual({ host: 'h1', removed: [], skipped: [], kept: 6 });
+    expect(await poolVolumes(pool)).toEqual(before);
+  });
+
+  it('deletes old orphan overlays and seeds; keeps the young, the owned, the foreign', async () => {
+    const now = Date.now();
+    // The grace period ends halfway between the old volumes and the young one.
+    const olderThanMs = now - (oldMadeBy + youngMadeFrom) / 2;
+    exporter.reset();
+    const report = await provider.sweepOrphanVolumes('h1', { olderThanMs, now });
+    expect(report).toEqual({
+      host: 'h1',
+      removed: [vols.orphanOverlay, vols.orphanSeed, vols.loneSeed].sort(),
+      skipped: [],
+      kept: 3, // the foreign domain's two volumes and the young overlay
+    });
+    expect(await poolVolumes(pool)).toEqual(
+      [vols.foreignOverlay, vols.foreignSeed, vols.other, vols.base, vols.youngOverlay].sort(),
+    );
+    // The foreign domain is exactly as it was.
+    expect((await virsh(['domstate', foreign])).trim()).toBe('shut off');
+    expect(await virsh(['dumpxml', foreign])).toBe(foreignXml);
+
+    const span = exporter.getFinishedSpans().find((s) => s.name === 'provider.sweep');
+    expect(span?.attributes).toMatchObject({
+      'kvm2.host': 'h1',
+      'kvm2.sweep.removed': 3,
+      'kvm2.sweep.kept': 3,
+    });
+    const line = logLines.findLast((l) => l.msg === 'sweep: orphan volumes');
+    expect(line).toMatchObject({ level: 30, host: 'h1', removed: 3, skipped: 0, kept: 3 });
+  });
+
+  it('skips a volume whose instance lock is busy, with the reason, and goes on', async () => {
+    const busy = `${u}-b`;
+    const free = `${u}-r`;
+    await makeVolume(`kvm2-${busy}.qcow2`);
+    await makeVolume(`kvm2-${free}-seed.iso`);
+    locks.busy.add(`instance:h1/${busy}`);
+    try {
+      const report = await provider.sweepOrphanVolumes('h1', { olderThanMs: 0 });
+      expect(report.skipped.map((s) => s.volume)).toEqual([`kvm2-${busy}.qcow2`]);
+      expect(report.skipped[0]?.reason).toMatch(/^ERR_LOCK_BUSY: /);
+      expect(report.removed).toContain(`kvm2-${free}-seed.iso`);
+    } finally {
+      locks.busy.clear();
+    }
+    const left = await poolVolumes(pool);
+    expect(left).toContain(`kvm2-${busy}.qcow2`);
+    expect(left).not.toContain(`kvm2-${free}-seed.iso`);
+  });
+
+  it('keeps a volume whose domain was defined while the sweep waited for the lock', async () => {
+    const racing = `${u}-c`;
+    const key = `instance:h1/${racing}`;
+    await makeVolume(`kvm2-${racing}.qcow2`);
+    // A create holds the lock: it defines its domain while the sweep waits.
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const held = locks.withLock(key, () => gate);
+    let waited = false;
+    locks.onRequest = (k) => {
+      if (k !== key) return;
+      waited = true;
+      void defineForeignDomain(racing).finally(() => release());
+    };
+    try {
+      const report = await provider.sweepOrphanVolumes('h1', { olderThanMs: 0 });
+      expect(waited).toBe(true);
+      expect(report.removed).not.toContain(`kvm2-${racing}.qcow2`);
+      expect(report.skipped).toEqual([]);
+    } finally {
+      locks.onRequest = undefined;
+      release();
+      await held;
+    }
+    expect(await poolVolumes(pool)).toContain(`kvm2-${racing}.qcow2`);
+    expect((await virsh(['domstate', racing])).trim()).toBe('shut off');
+  });
+
+  it('rejects when the host cannot be reached', async () => {
+    const closed = await freePort();
+    const uri = sshd.uri('/system').replace(`:${sshd.port}/`, `:${closed}/`);
+    const down = new Provider(
+      parseConfig({ hosts: [testHost(sshd, 'kvm2-sweep-unused', { uri, pool })], images: {} }),
+    );
+    try {
+      await expect(down.sweepOrphanVolumes('h1', { olderThanMs: 0 })).rejects.toMatchObject({
+        kind: 'transient',
+      });
+    } finally {
+      await down.close();
+    }
+  });
+
+  it('rejects, permanent, when the pool does not exist', async () => {
+    const missing = uniqueName('kvm2-sweep-nopool');
+    const other = new Provider(
+      parseConfig({
+        hosts: [testHost(sshd, 'kvm2-sweep-unused', { pool: missing })],
+        images: {},
+      }),
+    );
+    try {
+      await expect(other.sweepOrphanVolumes('h1', { olderThanMs: 0 })).rejects.toMatchObject({
+        code: 'ERR_HOST_OBJECT_MISSING',
+        kind: 'permanent',
+      });
+    } finally {
+      await other.close();
+    }
+  });
+});
