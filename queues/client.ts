@@ -3,24 +3,23 @@
 // reaches Redis; a Redis outage fails fast (no offline queue) with ERR_REDIS_UNAVAILABLE.
 import { randomUUID } from 'node:crypto';
 import { context, propagation } from '@opentelemetry/api';
-import { Queue, type JobsOptions } from 'bullmq';
+import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { formatInstanceId, newUid, parseInstanceId } from '../src/provider/ids.js';
 import type { CreateRequest } from '../src/provider/request.js';
-import {
-  allocateGeneration,
-  commitGeneration,
-  requestDigest,
-  reserveCreate,
-} from './generations.js';
+import type { Kvm2Config } from '../src/provider/config/schema.js';
+import { commitGeneration, requestDigest, reserveCreate } from './generations.js';
+import { readHealth } from './health.js';
+import { enqueueDelete } from './enqueue.js';
+import { DEFAULT_JOB_OPTIONS } from './job-options.js';
 import { DEFAULT_PREFIX, GC_QUEUE, hostQueueName } from './names.js';
+import { placeInZone, type ZoneConfig } from './placement.js';
 import { asRedisError, connectProducer, createProducerConnection } from './redis.js';
 import {
   QueueError,
   validateJob,
   type JobData,
   type JobInput,
-  type JobName,
   type TraceContext,
 } from './registry.js';
 import {
@@ -30,30 +29,7 @@ import {
   type WaitForResultOptions,
 } from './results.js';
 
-const HOUR_S = 3600;
-
-/** Finished jobs are kept for a bounded age and count: Redis must not grow without end. */
-const RETENTION = {
-  removeOnComplete: { age: 24 * HOUR_S, count: 10_000 },
-  removeOnFail: { age: 7 * 24 * HOUR_S, count: 50_000 },
-} as const satisfies JobsOptions;
-
-/** Transient failures retry with exponential backoff (2 s, 4 s, 8 s, 16 s) and ±50% jitter. */
-export const DEFAULT_JOB_OPTIONS: Readonly<Record<JobName, JobsOptions>> = Object.freeze({
-  create: {
-    ...RETENTION,
-    attempts: 5,
-    backoff: { type: 'exponential', delay: 2_000, jitter: 0.5 },
-  },
-  delete: {
-    ...RETENTION,
-    attempts: 5,
-    backoff: { type: 'exponential', delay: 2_000, jitter: 0.5 },
-  },
-  get: { ...RETENTION, attempts: 3, backoff: { type: 'exponential', delay: 1_000, jitter: 0.5 } },
-  gc: { ...RETENTION, attempts: 3, backoff: { type: 'exponential', delay: 5_000, jitter: 0.5 } },
-  health: { ...RETENTION, attempts: 1 },
-});
+export { DEFAULT_JOB_OPTIONS } from './job-options.js';
 
 /** Remembered stream positions for waitFor; bounded so a long-lived client stays small. */
 const MAX_REMEMBERED = 10_000;
@@ -67,6 +43,11 @@ export interface Kvm2ClientOptions {
    * request is refused (ERR_ZONE_UNRESOLVED): an instance id needs its host when enqueued.
    */
   readonly resolveZone?: ((zone: string) => string | Promise<string>) | undefined;
+  /**
+   * The hosts and health schedule to place zone requests with, from the health hash
+   * (queues/placement.ts). Used when `resolveZone` is not given.
+   */
+  readonly placement?: ZoneConfig | undefined;
 }
 
 /** A create as an upstream app writes it: the uid is made here when not given. */
@@ -106,15 +87,26 @@ export class Kvm2Client {
   readonly #queues = new Map<string, Queue>();
   readonly #resultsFrom = new Map<string, string>();
   readonly #resolveZone: Kvm2ClientOptions['resolveZone'];
+  readonly #placement: ZoneConfig | undefined;
   #closed = false;
 
   constructor(options: Kvm2ClientOptions) {
     this.prefix = options.prefix ?? DEFAULT_PREFIX;
     this.#url = options.redisUrl;
     this.#resolveZone = options.resolveZone;
+    this.#placement = options.placement;
     this.#redis = createProducerConnection(options.redisUrl);
     this.#redis.on('error', () => {
       // Surfaced to callers as ERR_REDIS_UNAVAILABLE; ioredis would print unhandled ones.
+    });
+  }
+
+  /** A client for the configured Redis, placing zone requests by the health hash. */
+  static fromConfig(config: Pick<Kvm2Config, 'redis' | 'hosts' | 'health'>): Kvm2Client {
+    return new Kvm2Client({
+      redisUrl: config.redis.url,
+      prefix: config.redis.prefix,
+      placement: config,
     });
   }
 
@@ -181,25 +173,19 @@ export class Kvm2Client {
   async delete(id: string): Promise<Enqueued> {
     this.#checkOpen();
     const traceContext = currentTraceContext();
-    const draft: JobInput<'delete'> = {
-      id,
-      generation: 1,
-      ...(traceContext === undefined ? {} : { traceContext }),
-    };
-    const data = validateJob('delete', draft);
-    const { host } = parseInstanceId(data.id);
+    // Validated (and refused, naming the field) before any connection is made.
+    validateJob('delete', { id, generation: 1 });
     const redis = await this.#connection();
     try {
-      const { generation, resultsFrom } = await allocateGeneration(redis, this.prefix, data.id);
-      const jobId = randomUUID();
-      await this.#queue(hostQueueName(host)).add(
-        'delete',
-        { ...data, generation },
-        { ...DEFAULT_JOB_OPTIONS.delete, jobId },
+      const queued = await enqueueDelete(
+        redis,
+        this.prefix,
+        (name) => this.#queue(name),
+        id,
+        traceContext,
       );
-      await commitGeneration(redis, this.prefix, data.id, generation);
-      this.#remember(jobId, resultsFrom);
-      return { jobId, generation };
+      this.#remember(queued.jobId, queued.resultsFrom);
+      return { jobId: queued.jobId, generation: queued.generation };
     } catch (err) {
       throw asRedisError(this.#url, err);
     }
@@ -268,6 +254,22 @@ export class Kvm2Client {
 
   async #place(data: JobData<'create'>): Promise<JobData<'create'>> {
     const zone = data.zone ?? '';
+    if (this.#resolveZone === undefined && this.#placement !== undefined) {
+      const placement = this.#placement;
+      const redis = await this.#connection();
+      const reports = await readHealth(redis, this.prefix).catch((err: unknown) => {
+        throw asRedisError(this.#url, err);
+      });
+      const host = placeInZone({
+        zone,
+        hosts: placement.hosts,
+        reports,
+        everyMs: placement.health.every,
+        now: Date.now(),
+      });
+      const { zone: _z, ...placed } = data;
+      return validateJob('create', { ...placed, host });
+    }
     if (this.#resolveZone === undefined) {
       throw new QueueError(
         'ERR_ZONE_UNRESOLVED',

@@ -288,6 +288,27 @@ const board = z
     }
   });
 
+const worker = z
+  .strictObject({
+    /** /healthz, /readyz and /metrics. */
+    listen: listen.prefault('127.0.0.1:9464'),
+    /** SIGTERM: how long active jobs get to finish before they are released. */
+    shutdownTimeout: duration.prefault('30s'),
+    /** Instance and image locks: how long one outlives its holder's last renewal. */
+    lockTtl: duration.prefault('30s'),
+    /** BullMQ's job lock and stall check: how soon a dead worker's job runs elsewhere. */
+    stalledAfter: duration.prefault('30s'),
+    /** The address wait: how often a create re-checks the guest for its address. */
+    addressPoll: duration.prefault('3s'),
+  })
+  .superRefine((w, ctx) => {
+    for (const key of ['lockTtl', 'stalledAfter', 'addressPoll'] as const) {
+      if (w[key] < 100) {
+        ctx.addIssue({ code: 'custom', path: [key], message: 'must be at least 100ms' });
+      }
+    }
+  });
+
 const redis = z.strictObject({
   // The URL may hold a password: messages never echo it.
   url: z
@@ -307,6 +328,7 @@ export const configSchema = z.strictObject({
   defaults: defaults.prefault({}),
   health: health.prefault({}),
   board: board.prefault({}),
+  worker: worker.prefault({}),
 });
 
 type DeepReadonly<T> = T extends (infer U)[]
@@ -322,6 +344,7 @@ export type ImageConfig = Kvm2Config['images'][string];
 export type DefaultsConfig = Kvm2Config['defaults'];
 export type HealthConfig = Kvm2Config['health'];
 export type BoardConfig = Kvm2Config['board'];
+export type WorkerConfig = Kvm2Config['worker'];
 export type RedisConfig = Kvm2Config['redis'];
 
 /** With no file (SPEC §2): the local daemon, pool and network `default`, a local Redis. */

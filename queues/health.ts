@@ -1,0 +1,41 @@
+// The health hash `<prefix>:health` (SPEC §8): the latest report per host, written by the
+// health jobs and read by placement and `kvm2 check`. One field per host holding the report as
+// JSON; a host without a field has not been checked yet.
+import type { Redis } from 'ioredis';
+import type { HealthReport } from '../src/provider/check.js';
+import { healthKey } from './names.js';
+
+export async function writeHealth(
+  redis: Redis,
+  prefix: string,
+  report: HealthReport,
+): Promise<void> {
+  await redis.hset(healthKey(prefix), report.host, JSON.stringify(report));
+}
+
+/** Every stored report, by host. A field that does not parse is skipped, not fatal. */
+export async function readHealth(redis: Redis, prefix: string): Promise<Map<string, HealthReport>> {
+  const raw = await redis.hgetall(healthKey(prefix));
+  const reports = new Map<string, HealthReport>();
+  for (const [host, json] of Object.entries(raw)) {
+    try {
+      const report = JSON.parse(json) as HealthReport;
+      if (report.host === host) reports.set(host, report);
+    } catch {
+      // Written by something else; placement treats the host as unchecked.
+    }
+  }
+  return reports;
+}
+
+/** Drops the reports of hosts no longer configured, so placement never picks one. */
+export async function pruneHealth(
+  redis: Redis,
+  prefix: string,
+  hosts: readonly string[],
+): Promise<void> {
+  const known = new Set(hosts);
+  const fields = await redis.hkeys(healthKey(prefix));
+  const stale = fields.filter((f) => !known.has(f));
+  if (stale.length > 0) await redis.hdel(healthKey(prefix), ...stale);
+}

@@ -1,0 +1,41 @@
+// Which writes the dashboard's API lets through, as a bull-board `before` hook (it runs ahead
+// of every API handler and answers in bull-board's own error format, which the UI displays).
+import type { BeforeHook, BeforeHookResult } from '@bull-board/api/typings/app';
+
+/**
+ * Writes that would put the board's redacted view of a job back into Redis: "Add" and
+ * "Duplicate" prefill the job's formatted data (bull-board issue #1031), "Edit data" too. A
+ * create whose user-data became `[redacted]` would boot a VM with it, and a job added here
+ * skips the client's generations (SPEC §8). kvm2 jobs come from the kvm2 client only.
+ */
+const REFUSED_ROUTES: ReadonlySet<string> = new Set([
+  '/api/queues/:queueName/add',
+  '/api/queues/:queueName/:jobId/update-data',
+]);
+
+const REFUSED: BeforeHookResult = {
+  allow: false,
+  status: 403,
+  errorKey: 'ERRORS.FORBIDDEN',
+  message: 'kvm2 jobs are enqueued by the kvm2 client, not from the dashboard',
+};
+
+/**
+ * bull-board's readOnlyMode answers 405 to writes on a queue, but "pause all" and "resume all"
+ * answer 200 as no-ops; refusing every non-GET here makes read-only mean 405 for any write,
+ * including routes a later bull-board adds.
+ */
+const READ_ONLY: BeforeHookResult = {
+  allow: false,
+  status: 405,
+  errorKey: 'ERRORS.QUEUE_READ_ONLY',
+};
+
+export function writePolicy(options: { readonly readOnly: boolean }): BeforeHook {
+  return ({ method, route }) => {
+    if (method === 'get') return { allow: true };
+    if (options.readOnly) return READ_ONLY;
+    if (REFUSED_ROUTES.has(route)) return REFUSED;
+    return { allow: true };
+  };
+}
