@@ -1,0 +1,41 @@
+// The worker process (`kvm2 worker`, `npm start`): telemetry, the runtime, its endpoints, and
+// the signals. SIGTERM or SIGINT stops taking jobs and lets active ones finish within
+// `worker.shutdownTimeout`, then releases the rest to their queues; a second signal cancels
+// and releases at once.
+import type { Logger } from 'pino';
+import type { Kvm2Config } from '../src/provider/config/schema.js';
+import { serveEndpoints } from './http.js';
+import { createLogger } from './logger.js';
+import { startTelemetry } from './telemetry.js';
+import { startWorker } from './worker.js';
+
+export interface RunWorkerOptions {
+  readonly hosts?: readonly string[] | undefined;
+  readonly logger?: Logger | undefined;
+}
+
+export async function runWorker(config: Kvm2Config, options: RunWorkerOptions = {}): Promise<void> {
+  const logger = options.logger ?? createLogger({ name: 'kvm2-worker' });
+  const telemetry = startTelemetry('kvm2-worker');
+  const runtime = await startWorker(config, { hosts: options.hosts, logger });
+  const endpoints = await serveEndpoints(runtime, config.worker.listen);
+  logger.info({ endpoints: endpoints.url, queues: runtime.queues }, 'worker ready');
+
+  await new Promise<void>((resolve) => {
+    let signals = 0;
+    const onSignal = (signal: NodeJS.Signals): void => {
+      signals += 1;
+      const force = signals > 1;
+      logger.info({ signal, force }, force ? 'second signal: forcing shutdown' : 'shutting down');
+      runtime.close({ force }).then(resolve, (err: unknown) => {
+        logger.error({ err: (err as Error).message }, 'shutdown failed');
+        resolve();
+      });
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+  await endpoints.close();
+  await telemetry.shutdown().catch(() => undefined);
+  logger.flush();
+}

@@ -1,0 +1,111 @@
+// What /metrics serves, in Prometheus's text format (version 0.0.4): a handful of counters,
+// gauges and one histogram kept in memory by the worker process. Small enough to write by hand;
+// a metrics SDK would add a dependency for four series.
+
+type Labels = Readonly<Record<string, string>>;
+
+const DURATION_BUCKETS_S = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+function labelText(labels: Labels): string {
+  const parts = Object.entries(labels).map(
+    ([k, v]) => `${k}="${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`,
+  );
+  return parts.length === 0 ? '' : `{${parts.join(',')}}`;
+}
+
+function keyOf(labels: Labels): string {
+  return JSON.stringify(Object.entries(labels).sort(([a], [b]) => a.localeCompare(b)));
+}
+
+class Series<V> {
+  readonly #values = new Map<string, { labels: Labels; value: V }>();
+
+  constructor(private readonly initial: () => V) {}
+
+  at(labels: Labels): { labels: Labels; value: V } {
+    const key = keyOf(labels);
+    let entry = this.#values.get(key);
+    if (entry === undefined) {
+      entry = { labels, value: this.initial() };
+      this.#values.set(key, entry);
+    }
+    return entry;
+  }
+
+  entries(): { labels: Labels; value: V }[] {
+    return [...this.#values.values()];
+  }
+}
+
+interface Histogram {
+  buckets: number[];
+  sum: number;
+  count: number;
+}
+
+export class WorkerMetrics {
+  readonly #jobs = new Series<number>(() => 0);
+  readonly #active = new Series<number>(() => 0);
+  readonly #durations = new Series<Histogram>(() => ({
+    buckets: DURATION_BUCKETS_S.map(() => 0),
+    sum: 0,
+    count: 0,
+  }));
+  readonly #delayed = new Series<number>(() => 0);
+
+  /** One attempt's outcome (succeeded, failed, retrying, superseded). */
+  outcome(queue: string, op: string, outcome: string, seconds: number): void {
+    this.#jobs.at({ queue, op, outcome }).value += 1;
+    const h = this.#durations.at({ op }).value;
+    h.sum += seconds;
+    h.count += 1;
+    DURATION_BUCKETS_S.forEach((le, i) => {
+      if (seconds <= le) h.buckets[i] = (h.buckets[i] ?? 0) + 1;
+    });
+  }
+
+  /** A job re-queued without spending an attempt (busy key, address wait, shutdown release). */
+  delayed(queue: string, reason: string): void {
+    this.#delayed.at({ queue, reason }).value += 1;
+  }
+
+  active(queue: string, delta: number): void {
+    this.#active.at({ queue }).value += delta;
+  }
+
+  activeTotal(): number {
+    return this.#active.entries().reduce((sum, e) => sum + e.value, 0);
+  }
+
+  render(): string {
+    const lines: string[] = [];
+    const family = (name: string, type: string, help: string): void => {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+    };
+    family('kvm2_jobs_total', 'counter', 'Job attempts finished, by queue, op and outcome.');
+    for (const e of this.#jobs.entries()) {
+      lines.push(`kvm2_jobs_total${labelText(e.labels)} ${e.value}`);
+    }
+    family('kvm2_jobs_delayed_total', 'counter', 'Jobs re-queued without spending an attempt.');
+    for (const e of this.#delayed.entries()) {
+      lines.push(`kvm2_jobs_delayed_total${labelText(e.labels)} ${e.value}`);
+    }
+    family('kvm2_jobs_active', 'gauge', 'Jobs running in this process, by queue.');
+    for (const e of this.#active.entries()) {
+      lines.push(`kvm2_jobs_active${labelText(e.labels)} ${e.value}`);
+    }
+    family('kvm2_job_duration_seconds', 'histogram', 'Time of one job attempt, by op.');
+    for (const { labels, value } of this.#durations.entries()) {
+      DURATION_BUCKETS_S.forEach((le, i) => {
+        const bucket = labelText({ ...labels, le: String(le) });
+        lines.push(`kvm2_job_duration_seconds_bucket${bucket} ${value.buckets[i] ?? 0}`);
+      });
+      lines.push(
+        `kvm2_job_duration_seconds_bucket${labelText({ ...labels, le: '+Inf' })} ${value.count}`,
+        `kvm2_job_duration_seconds_sum${labelText(labels)} ${value.sum}`,
+        `kvm2_job_duration_seconds_count${labelText(labels)} ${value.count}`,
+      );
+    }
+    return `${lines.join('\n')}\n`;
+  }
+}

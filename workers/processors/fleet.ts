@@ -1,0 +1,84 @@
+// The fleet-wide jobs: `gc` (queue gc) and `health` (queue health), SPEC §8.
+import { enqueueDelete } from '../../queues/enqueue.js';
+import { writeHealth } from '../../queues/health.js';
+import type { JobData } from '../../queues/registry.js';
+import { currentTraceContext } from '../../queues/client.js';
+import { checkHost } from '../../src/provider/check.js';
+import type { JobEnv } from '../env.js';
+import { succeeded, type Step } from '../step.js';
+
+/**
+ * GC of one tag: list every host (listByTag fails whole when any host cannot be listed, so a
+ * partial view deletes nothing), sweep each host's orphan kvm2 volumes, then enqueue a delete
+ * through the host's queue for each instance that is not kept and is older than the grace
+ * period. Deletes go through the queues like any request, so they take their generation and
+ * lock, and a create enqueued after the GC still wins.
+ */
+export async function processGc(
+  env: JobEnv,
+  data: JobData<'gc'>,
+  signal: AbortSignal,
+): Promise<Step> {
+  const now = Date.now();
+  const instances = await env.provider.listByTag(data.tag, { signal });
+  const keep = new Set(data.keep);
+  const kept = instances.filter((i) => keep.has(i.id));
+  const young = instances.filter(
+    (i) => !keep.has(i.id) && !isOlder(i.createdAt, now, data.graceMs),
+  );
+  const victims = instances.filter(
+    (i) => !keep.has(i.id) && isOlder(i.createdAt, now, data.graceMs),
+  );
+
+  // In a job's lock context (JobLocks) a busy instance is skipped by the sweep, never waited on.
+  const sweeps = await env.locks.holding([], () =>
+    Promise.all(
+      env.config.hosts.map((h) =>
+        env.provider.sweepOrphanVolumes(h.name, { olderThanMs: data.graceMs, now, signal }),
+      ),
+    ),
+  );
+  const removed = sweeps.flatMap((s) => s.removed);
+
+  const traceContext = currentTraceContext();
+  for (const instance of victims) {
+    signal.throwIfAborted();
+    await enqueueDelete(env.redis, env.prefix, env.queueFor, instance.id, traceContext);
+  }
+  env.logger.info(
+    {
+      tag: data.tag,
+      deleting: victims.map((i) => i.id),
+      kept: kept.length,
+      young: young.length,
+      orphanVolumesRemoved: removed,
+    },
+    'gc round',
+  );
+  return succeeded({
+    message:
+      `tag '${data.tag}': ${instances.length} instances, deleting ${victims.length}` +
+      ` (${kept.length} kept, ${young.length} within the grace period);` +
+      ` removed ${removed.length} orphan volumes`,
+  });
+}
+
+function isOlder(createdAt: string, now: number, graceMs: number): boolean {
+  const created = Date.parse(createdAt);
+  // An unreadable date is never old enough: GC deletes only what it can date.
+  return Number.isFinite(created) && now - created >= graceMs;
+}
+
+/** One host's health round: the report goes to the health hash and the results stream. */
+export async function processHealth(
+  env: JobEnv,
+  data: JobData<'health'>,
+  signal: AbortSignal,
+): Promise<Step> {
+  const report = await checkHost(env.provider.ctx, data.host, { signal });
+  await writeHealth(env.redis, env.prefix, report);
+  return succeeded({
+    state: report.status,
+    message: `host ${data.host}: ${report.reason}: ${report.message}`,
+  });
+}

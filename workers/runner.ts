@@ -1,0 +1,186 @@
+// One job run, whatever the queue (SPEC §8): validate the data (Redis may hold anything), run
+// the processor in a span continuing the producer's trace, append the attempt's result to the
+// results stream, and tell BullMQ what happened:
+//   succeeded / superseded → completed (the result is the job's return value)
+//   transient error        → thrown: BullMQ retries with backoff while attempts remain
+//   any other kind         → UnrecoverableError: failed at once
+//   delete's not_found     → succeeded (the instance is gone, which is what was asked)
+//   delay                  → moveToDelayed + DelayedError: no attempt spent, no slot held
+import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Span } from '@opentelemetry/api';
+import { DelayedError, UnrecoverableError, type Job, type Processor } from 'bullmq';
+import { hostOfQueue } from '../queues/names.js';
+import { currentTraceContext } from '../queues/client.js';
+import { validateJob, type JobName } from '../queues/registry.js';
+import { appendResult, type JobResult } from '../queues/results.js';
+import { classifyError } from '../src/classify.js';
+import type { JobEnv } from './env.js';
+import { KeyBusyError } from './job-locks.js';
+import { processCreate, processDelete, processGet } from './processors/host.js';
+import { processGc, processHealth } from './processors/fleet.js';
+import { busyDelay, delay, type ResultFields, type Step } from './step.js';
+
+/** What a completed job returns (Bull Board shows it): the result, never request data. */
+export type JobReturn = JobResult;
+
+function producerContext(data: unknown): typeof ROOT_CONTEXT {
+  const carrier = (data as { traceContext?: unknown } | null)?.traceContext;
+  if (typeof carrier !== 'object' || carrier === null) return ROOT_CONTEXT;
+  return propagation.extract(ROOT_CONTEXT, carrier);
+}
+
+function errorCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function instanceOf(data: unknown): string | undefined {
+  const d = data as { id?: unknown; host?: unknown; name?: unknown } | null;
+  if (typeof d?.id === 'string') return d.id;
+  if (typeof d?.host === 'string' && typeof d.name === 'string') return `${d.host}/${d.name}`;
+  return undefined;
+}
+
+export function makeProcessor(env: JobEnv, queue: string): Processor<unknown, JobReturn> {
+  return (job, token, signal) => {
+    const startedAt = Date.now();
+    const op = job.name;
+    const parent = producerContext(job.data);
+    const attributes = {
+      'kvm2.queue': queue,
+      'kvm2.job.id': job.id ?? '',
+      'kvm2.job.name': op,
+      'kvm2.attempt': job.attemptsMade + 1,
+      ...(instanceOf(job.data) === undefined ? {} : { 'kvm2.instance': instanceOf(job.data) }),
+    };
+    env.metrics.active(queue, 1);
+    return env.tracer
+      .startActiveSpan(`kvm2.job.${op}`, { kind: SpanKind.CONSUMER, attributes }, parent, (span) =>
+        runJob(env, queue, job, token, signal ?? new AbortController().signal, span).finally(() =>
+          span.end(),
+        ),
+      )
+      .finally(() => {
+        env.metrics.active(queue, -1);
+        // One line per run (delayed re-queues included), with its wall-clock span: what the
+        // concurrency tests read back from every process's log.
+        env.logger.debug(
+          {
+            queue,
+            job: job.id,
+            op,
+            instance: instanceOf(job.data),
+            startedAt,
+            endedAt: Date.now(),
+          },
+          'job run',
+        );
+      });
+  };
+}
+
+async function runJob(
+  env: JobEnv,
+  queue: string,
+  job: Job,
+  token: string | undefined,
+  signal: AbortSignal,
+  span: Span,
+): Promise<JobReturn> {
+  const started = performance.now();
+  const attempt = job.attemptsMade + 1;
+  const report = async (
+    outcome: JobResult['outcome'],
+    fields: ResultFields,
+  ): Promise<JobReturn> => {
+    const result: JobResult = {
+      jobId: job.id ?? '',
+      op: job.name as JobName,
+      outcome,
+      attempt,
+      timestamp: Date.now(),
+      ...fields,
+      instanceId: fields.instanceId ?? instanceOf(job.data),
+      traceContext: currentTraceContext(),
+    };
+    await appendResult(env.redis, env.prefix, result);
+    env.metrics.outcome(queue, job.name, outcome, (performance.now() - started) / 1000);
+    span.setAttribute('kvm2.outcome', outcome);
+    return result;
+  };
+
+  let step: Step;
+  try {
+    step = await dispatch(env, queue, job, signal);
+  } catch (err) {
+    step = await onError(env, job, err, signal, report, span);
+  }
+  if (step.type === 'delay') {
+    env.metrics.delayed(queue, step.reason);
+    await job.moveToDelayed(Date.now() + step.ms, token);
+    throw new DelayedError();
+  }
+  return report(step.outcome, step.fields);
+}
+
+async function dispatch(env: JobEnv, queue: string, job: Job, signal: AbortSignal): Promise<Step> {
+  const host = hostOfQueue(queue);
+  const name = job.name;
+  if (host !== undefined) {
+    if (name === 'create')
+      return processCreate(env, job, validateJob('create', job.data), host, signal);
+    if (name === 'delete') return processDelete(env, validateJob('delete', job.data), host, signal);
+    if (name === 'get') return processGet(env, validateJob('get', job.data), host, signal);
+  } else if (name === 'gc') {
+    return processGc(env, validateJob('gc', job.data), signal);
+  } else if (name === 'health') {
+    return processHealth(env, validateJob('health', job.data), signal);
+  }
+  // validateJob names the unknown job; a known job on the wrong queue is refused here.
+  validateJob(name, job.data);
+  throw new UnrecoverableError(`job: '${name}' jobs do not belong on queue '${queue}'`);
+}
+
+/**
+ * An error becomes: a delay (busy key; a cancelled job at shutdown), a success (delete of a
+ * missing instance), or a result and a rethrow that BullMQ understands.
+ */
+async function onError(
+  env: JobEnv,
+  job: Job,
+  err: unknown,
+  signal: AbortSignal,
+  report: (outcome: JobResult['outcome'], fields: ResultFields) => Promise<JobReturn>,
+  span: Span,
+): Promise<Step> {
+  if (err instanceof KeyBusyError) return busyDelay();
+  if (signal.aborted && env.releasing()) return delay(0, 'shutdown');
+  if (err instanceof UnrecoverableError) {
+    await report('failed', { errorKind: 'permanent', message: err.message });
+    throw err;
+  }
+  const kind = classifyError(err);
+  const message = errorMessage(err);
+  const code = errorCode(err);
+  span.recordException({ name: code ?? 'Error', message });
+  span.setStatus({ code: SpanStatusCode.ERROR, message });
+  if (job.name === 'delete' && kind === 'not_found') {
+    return { type: 'result', outcome: 'succeeded', fields: { state: 'deleted', message } };
+  }
+  const attempts = job.opts.attempts ?? 1;
+  const final = kind !== 'transient' || job.attemptsMade + 1 >= attempts;
+  await report(final ? 'failed' : 'retrying', {
+    errorKind: kind,
+    ...(code === undefined ? {} : { errorCode: code }),
+    message,
+  });
+  env.logger.warn(
+    { job: job.id, op: job.name, kind, code, attempt: job.attemptsMade + 1, attempts, final },
+    message,
+  );
+  if (kind !== 'transient') throw new UnrecoverableError(message);
+  throw err instanceof Error ? err : new Error(message);
+}
