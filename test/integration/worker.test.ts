@@ -21,14 +21,6 @@ afterAll(async () => {
   await fleet?.cleanup();
 }, 120_000);
 
-async function resultsOf(jobId: string) {
-  const all = await readResults(fleet.scope.redis, fleet.scope.prefix, {
-    from: '0-0',
-    count: 10_000,
-  });
-  return all.filter((r) => r.jobId === jobId);
-}
-
 describe('create and delete through the client library', () => {
   it('create ends with a running domain and a succeeded result; delete removes it', async () => {
     const client = fleet.client();
