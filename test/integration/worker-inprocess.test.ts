@@ -239,7 +239,7 @@ describe('endpoints', () => {
     await closing;
   }, 60_000);
 
-  it('the shared runtime counted the jobs it ran', async () => {
+  it('the shared runtime counted the jobs it ran', () => {
     const metrics = runtime?.metrics.render() ?? '';
     expect(metrics).toMatch(
       /kvm2_jobs_total\{queue="host\.h1",op="delete",outcome="succeeded"\} [1-9]/,
