@@ -1,0 +1,85 @@
+// The real guest through the queue (issue #6's queue half): a create enqueued by the client
+// library, carried out by a real `kvm2 worker` process, waits for the guest's address by
+// delayed re-queues (no slot held) and publishes `succeeded` with state `running` and the
+// address the guest agent reported. The serial log proves the guest read kvm2's seed.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { ensureGuestImage, type GuestImage } from '../harness/guest-image.js';
+import { startQueueFleet, type QueueFleet } from '../harness/queue-fleet.js';
+import { resultsOfJob } from '../harness/results.js';
+import { virsh } from '../harness/virsh.js';
+import { startWorkerProcess, type WorkerProcess } from '../harness/worker-process.js';
+
+let image: GuestImage;
+let fleet: QueueFleet;
+let worker: WorkerProcess | undefined;
+let baseVolume = '';
+let overrides: Record<string, unknown> = {};
+
+beforeAll(async () => {
+  image = await ensureGuestImage();
+  fleet = await startQueueFleet('gq');
+  fleet.images.serve('/guest.qcow2', { file: image.path });
+  const sha256 = crypto.createHash('sha256').update(fs.readFileSync(image.path)).digest('hex');
+  baseVolume = `kvm2-base-${sha256}.qcow2`;
+  const base = fleet.configObject();
+  overrides = {
+    images: {
+      ...(base['images'] as Record<string, unknown>),
+      guest: { url: fleet.images.url('/guest.qcow2'), sha256, format: 'qcow2' },
+    },
+    defaults: { vcpus: 1, memoryMiB: 256, diskGiB: 1, addressTimeout: '150s' },
+  };
+  worker = await startWorkerProcess(fleet.writeConfig(overrides));
+}, 600_000);
+
+afterAll(async () => {
+  await worker?.stop();
+  await fleet?.cleanup();
+  await virsh(['vol-delete', '--pool', 'default', baseVolume]).catch(() => undefined);
+  await virsh(['vol-delete', '--pool', 'default', `${baseVolume}.sha256`]).catch(() => undefined);
+}, 120_000);
+
+it('create through the queue → succeeded, running, with the agent-reported address', async () => {
+  const client = fleet.client(overrides);
+  const name = fleet.name('guest');
+  const address = `192.0.2.${10 + Math.floor(Math.random() * 240)}`;
+  const networkConfig = `version: 2\nethernets:\n  eth0:\n    addresses:\n      - ${address}/24\n`;
+  try {
+    const t0 = Date.now();
+    const queued = await client.create({
+      host: 'h1',
+      name,
+      image: 'guest',
+      tag: 'guest-queue',
+      userData: '#cloud-config\n',
+      networkConfig,
+    });
+    const result = await client.waitFor(queued.jobId, { timeoutMs: 240_000 });
+    process.stdout.write(
+      `[guest-queue] enqueue to running-with-address result: ${((Date.now() - t0) / 1000).toFixed(1)} s\n`,
+    );
+    expect(result).toMatchObject({
+      outcome: 'succeeded',
+      op: 'create',
+      instanceId: `h1/${name}`,
+      state: 'running',
+      address,
+    });
+    // One result for the job: the address wait re-queued it without spending an attempt.
+    const results = await resultsOfJob(fleet.scope.redis, fleet.scope.prefix, queued.jobId);
+    expect(results).toHaveLength(1);
+    expect(results[0]?.attempt).toBe(1);
+    const log = fs.readFileSync(`/var/log/libvirt/qemu/${name}-serial.log`, 'utf8');
+    expect(log).toContain(`kvm2-guest: instance-id=${queued.uid}`);
+    expect(log).toContain(`kvm2-guest: hostname=${name}`);
+
+    const deleted = await client.delete(queued.id);
+    expect((await client.waitFor(deleted.jobId, { timeoutMs: 60_000 })).outcome).toBe('succeeded');
+    expect(await fleet.domains()).toEqual([]);
+    expect(await fleet.volumes()).toEqual([]);
+  } finally {
+    await client.close();
+  }
+}, 300_000);
