@@ -1,0 +1,24 @@
+# kvm2's image: the CLI (`kvm2 worker`, `kvm2 board`, …) on Node.js 20. libvirt hosts are
+# reached over SSH, so nothing of libvirt is installed here: only the key and known_hosts the
+# configuration names, mounted at run time (docker-compose.yml, docs/operations.md).
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci
+COPY tsconfig.json tsconfig.build.json ./
+COPY src src
+COPY queues queues
+COPY workers workers
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production \
+    KVM2_CONFIG=/etc/kvm2/config.yaml
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules node_modules
+COPY --from=build /app/dist dist
+USER node
+EXPOSE 3000 9464
+ENTRYPOINT ["node", "dist/src/cli/main.js"]
+CMD ["worker"]

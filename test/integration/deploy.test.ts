@@ -1,0 +1,93 @@
+// How kvm2 is run: the compose file is valid for docker-compose (no Docker engine runs here,
+// so `config` is as far as it goes), its Redis is configured as SPEC §8 expects, the example
+// configuration it mounts validates, and `npm start`'s entry runs a worker and the board on a
+// configuration from KVM2_CONFIG and stops on SIGTERM.
+import { execFile, spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import YAML from 'yaml';
+import { loadConfig } from '../../src/provider/config/load.js';
+import { startQueueFleet, type QueueFleet } from '../harness/queue-fleet.js';
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+describe('docker-compose.yml', () => {
+  it('docker-compose config accepts it', async () => {
+    const { stdout } = await run('docker-compose', ['-f', 'docker-compose.yml', 'config'], {
+      cwd: ROOT,
+    });
+    const resolved = YAML.parse(stdout) as { services: Record<string, { command?: string[] }> };
+    expect(Object.keys(resolved.services).sort()).toEqual(['board', 'redis', 'worker']);
+    const redis = resolved.services['redis']?.command?.join(' ') ?? '';
+    expect(redis).toContain('--appendonly yes');
+    expect(redis).toContain('--maxmemory-policy noeviction');
+  });
+
+  it('the example configuration it mounts validates', async () => {
+    const config = await loadConfig({ file: `${ROOT}/deploy/config.example.yaml`, env: {} });
+    expect(config.redis.url).toBe('redis://redis:6379');
+    expect(config.board.auth).toBeDefined();
+    expect(config.worker.listen).toEqual({ host: '0.0.0.0', port: 9464 });
+  });
+
+  it('the Dockerfile builds what package.json names as the binary', async () => {
+    const dockerfile = await readFile(`${ROOT}/Dockerfile`, 'utf8');
+    const pkg = JSON.parse(await readFile(`${ROOT}/package.json`, 'utf8')) as {
+      bin: { kvm2: string };
+    };
+    expect(dockerfile).toContain(`"${pkg.bin.kvm2}"`);
+  });
+});
+
+describe('npm start', () => {
+  let fleet: QueueFleet;
+  beforeAll(async () => {
+    fleet = await startQueueFleet('st');
+  }, 120_000);
+  afterAll(async () => fleet?.cleanup(), 120_000);
+
+  it('runs a worker and the board, and stops on SIGTERM', async () => {
+    const config = fleet.writeConfig({ board: { listen: '127.0.0.1:0' } });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'workers/start.ts'], {
+      cwd: ROOT,
+      env: { ...process.env, KVM2_CONFIG: config },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const lines: Record<string, unknown>[] = [];
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const seen = (msg: string): Promise<Record<string, unknown>> =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no '${msg}' log; ${stderr}`)), 60_000);
+        const check = (): void => {
+          const line = lines.find((l) => l['msg'] === msg);
+          if (line !== undefined) {
+            clearTimeout(timer);
+            resolve(line);
+          } else setTimeout(check, 50);
+        };
+        check();
+      });
+    let partial = '';
+    child.stdout.on('data', (c: Buffer) => {
+      partial += c.toString();
+      const parts = partial.split('\n');
+      partial = parts.pop() ?? '';
+      for (const p of parts)
+        if (p.trim() !== '') lines.push(JSON.parse(p) as Record<string, unknown>);
+    });
+    try {
+      const board = await seen('board listening');
+      const worker = await seen('worker ready');
+      expect((await fetch(String(board['url']))).status).toBe(200);
+      expect((await fetch(`${String(worker['endpoints'])}/readyz`)).status).toBe(200);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+  }, 120_000);
+});
