@@ -222,6 +222,27 @@ describe('health', () => {
   }, 120_000);
 });
 
+describe('placement by zone', () => {
+  it('a create that names a zone lands on a healthy host of that zone, from the health hash', async () => {
+    // The health test above filled the hash for h1; give h1 a zone in the client's view.
+    const zoned = { hosts: [testHost(fleet.sshd, fleet.net.name, { concurrency: 2, zone: 'z1' })] };
+    const client = fleet.client(zoned);
+    try {
+      const queued = await client.create(
+        { zone: 'z1', name: fleet.name('zoned'), image: fleet.image },
+        { wait: false },
+      );
+      expect(queued.id).toBe(`h1/${fleet.name('zoned')}`);
+      expect((await client.waitFor(queued.jobId, { timeoutMs: 60_000 })).outcome).toBe('succeeded');
+      await expect(
+        client.create({ zone: 'z9', name: fleet.name('nozone'), image: fleet.image }),
+      ).rejects.toThrow(/no configured host is in zone 'z9'/);
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+});
+
 describe('endpoints', () => {
   let endpoints: Endpoints | undefined;
   afterAll(async () => endpoints?.close());

@@ -1,0 +1,32 @@
+// The worker's /metrics text (workers/metrics.ts): Prometheus exposition format 0.0.4.
+import { describe, expect, it } from 'vitest';
+import { WorkerMetrics } from '../../workers/metrics.js';
+
+describe('WorkerMetrics', () => {
+  it('renders counters, gauges and a cumulative histogram', () => {
+    const m = new WorkerMetrics();
+    m.outcome('host.h1', 'create', 'succeeded', 0.3);
+    m.outcome('host.h1', 'create', 'succeeded', 7);
+    m.outcome('host.h1', 'create', 'retrying', 0.01);
+    m.delayed('host.h1', 'busy');
+    m.active('host.h1', 1);
+    const text = m.render();
+    expect(text).toContain('kvm2_jobs_total{queue="host.h1",op="create",outcome="succeeded"} 2');
+    expect(text).toContain('kvm2_jobs_total{queue="host.h1",op="create",outcome="retrying"} 1');
+    expect(text).toContain('kvm2_jobs_delayed_total{queue="host.h1",reason="busy"} 1');
+    expect(text).toContain('kvm2_jobs_active{queue="host.h1"} 1');
+    expect(text).toContain('kvm2_job_duration_seconds_bucket{op="create",le="0.05"} 1');
+    expect(text).toContain('kvm2_job_duration_seconds_bucket{op="create",le="0.5"} 2');
+    expect(text).toContain('kvm2_job_duration_seconds_bucket{op="create",le="10"} 3');
+    expect(text).toContain('kvm2_job_duration_seconds_bucket{op="create",le="+Inf"} 3');
+    expect(text).toContain('kvm2_job_duration_seconds_count{op="create"} 3');
+    expect(text.endsWith('\n')).toBe(true);
+    expect(m.activeTotal()).toBe(1);
+  });
+
+  it('escapes label values', () => {
+    const m = new WorkerMetrics();
+    m.delayed('q"\\\n', 'busy');
+    expect(m.render()).toContain('queue="q\\"\\\\\\n"');
+  });
+});

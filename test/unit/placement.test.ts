@@ -1,0 +1,91 @@
+// Placement by zone from the health hash (queues/placement.ts).
+import { describe, expect, it } from 'vitest';
+import { placeInZone } from '../../queues/placement.js';
+import { QueueError } from '../../queues/registry.js';
+import { parseConfig } from '../../src/provider/config/load.js';
+import type { HealthReport, HealthStatus } from '../../src/provider/check.js';
+
+const config = parseConfig({
+  hosts: ['a', 'b', 'c', 'd'].map((name, i) => ({
+    name,
+    uri: 'qemu:///system',
+    pool: 'default',
+    network: 'default',
+    zone: i < 3 ? 'z1' : 'z2',
+    concurrency: name === 'b' ? 8 : 4,
+  })),
+});
+const NOW = Date.parse('2026-11-30T12:00:00Z');
+const EVERY = 60_000;
+
+function report(host: string, status: HealthStatus, freeGiB: number, ageMs = 1_000): HealthReport {
+  return {
+    host,
+    status,
+    reason: status === 'healthy' ? 'ok' : status === 'degraded' ? 'pool_low_space' : 'unreachable',
+    message: '',
+    checkedAt: new Date(NOW - ageMs).toISOString(),
+    durationMs: 5,
+    details: { poolAvailableBytes: freeGiB * 2 ** 30 },
+  };
+}
+
+function place(reports: HealthReport[], zone = 'z1', random = () => 0): string {
+  return placeInZone({
+    zone,
+    hosts: config.hosts,
+    reports: new Map(reports.map((r) => [r.host, r])),
+    everyMs: EVERY,
+    now: NOW,
+    random,
+  });
+}
+
+describe('placeInZone', () => {
+  it('picks the healthy host with the most free space per slot in the zone', () => {
+    // a: 40/4 = 10, b: 60/8 = 7.5, c: 30/4 = 7.5; d is in another zone.
+    expect(
+      place([
+        report('a', 'healthy', 40),
+        report('b', 'healthy', 60),
+        report('c', 'healthy', 30),
+        report('d', 'healthy', 1000),
+      ]),
+    ).toBe('a');
+  });
+
+  it('prefers healthy over degraded, and takes degraded when nothing else is left', () => {
+    expect(place([report('a', 'degraded', 500), report('b', 'healthy', 8)])).toBe('b');
+    expect(place([report('a', 'degraded', 5), report('b', 'unhealthy', 500)])).toBe('a');
+  });
+
+  it('ignores unhealthy and stale reports (older than three rounds)', () => {
+    expect(place([report('a', 'healthy', 500, 3 * EVERY + 1), report('c', 'healthy', 1)])).toBe(
+      'c',
+    );
+  });
+
+  it('spreads ties at random', () => {
+    const reports = [report('a', 'healthy', 40), report('c', 'healthy', 40)];
+    expect(place(reports, 'z1', () => 0)).toBe('a');
+    expect(place(reports, 'z1', () => 0.99)).toBe('c');
+  });
+
+  it('no fresh healthy host: a transient error naming the zone', () => {
+    const err = (() => {
+      try {
+        place([report('a', 'unhealthy', 500)]);
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    })();
+    expect(err).toBeInstanceOf(QueueError);
+    expect(err).toMatchObject({ code: 'ERR_ZONE_UNRESOLVED', kind: 'transient' });
+    expect((err as Error).message).toContain("zone 'z1'");
+  });
+
+  it('a zone no host is in: permanent', () => {
+    expect(() => place([], 'nowhere')).toThrow(/no configured host is in zone 'nowhere'/);
+  });
+});
