@@ -196,3 +196,21 @@ export async function isSuperseded(
 ): Promise<boolean> {
   return (await latestGeneration(redis, prefix, instanceId)) > generation;
 }
+
+/**
+ * The generation of the create request that made `uid`, when its reservation says it was for
+ * `instanceId`; undefined when there is no such record (a create made outside the queue, or one
+ * whose reservation expired). A newer create of the instance replaces an older one's instance:
+ * the last request wins.
+ */
+export async function createGeneration(
+  redis: Redis,
+  prefix: string,
+  uid: string,
+  instanceId: string,
+): Promise<number | undefined> {
+  const [id, generation] = await redis.hmget(createKey(prefix, uid), 'instanceId', 'generation');
+  if (id !== instanceId || generation === null || generation === undefined) return undefined;
+  const n = Number(generation);
+  return Number.isSafeInteger(n) ? n : undefined;
+}

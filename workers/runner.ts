@@ -44,9 +44,16 @@ function instanceOf(data: unknown): string | undefined {
   return undefined;
 }
 
+interface RunTimes {
+  endedAt: number | undefined;
+}
+
 export function makeProcessor(env: JobEnv, queue: string): Processor<unknown, JobReturn> {
   return (job, token, signal) => {
     const startedAt = Date.now();
+    // A delayed run leaves the queue's active set (freeing its global slot) at moveToDelayed,
+    // before the processor returns: its end is taken there.
+    const run: RunTimes = { endedAt: undefined };
     const op = job.name;
     const parent = producerContext(job.data);
     const attributes = {
@@ -59,8 +66,8 @@ export function makeProcessor(env: JobEnv, queue: string): Processor<unknown, Jo
     env.metrics.active(queue, 1);
     return env.tracer
       .startActiveSpan(`kvm2.job.${op}`, { kind: SpanKind.CONSUMER, attributes }, parent, (span) =>
-        runJob(env, queue, job, token, signal ?? new AbortController().signal, span).finally(() =>
-          span.end(),
+        runJob(env, queue, job, token, signal ?? new AbortController().signal, span, run).finally(
+          () => span.end(),
         ),
       )
       .finally(() => {
@@ -74,7 +81,7 @@ export function makeProcessor(env: JobEnv, queue: string): Processor<unknown, Jo
             op,
             instance: instanceOf(job.data),
             startedAt,
-            endedAt: Date.now(),
+            endedAt: run.endedAt ?? Date.now(),
           },
           'job run',
         );
@@ -89,6 +96,7 @@ async function runJob(
   token: string | undefined,
   signal: AbortSignal,
   span: Span,
+  run: RunTimes,
 ): Promise<JobReturn> {
   const started = performance.now();
   const attempt = job.attemptsMade + 1;
@@ -120,6 +128,7 @@ async function runJob(
   }
   if (step.type === 'delay') {
     env.metrics.delayed(queue, step.reason);
+    run.endedAt = Date.now();
     await job.moveToDelayed(Date.now() + step.ms, token);
     throw new DelayedError();
   }

@@ -3,7 +3,7 @@
 // `superseded` without touching the host), then takes the instance lock without waiting (busy
 // → delayed), checks the generation again under the lock, and calls the provider.
 import type { Job } from 'bullmq';
-import { commitGeneration, latestGeneration } from '../../queues/generations.js';
+import { commitGeneration, createGeneration, latestGeneration } from '../../queues/generations.js';
 import { QueueError, type JobData } from '../../queues/registry.js';
 import { formatInstanceId, parseInstanceId } from '../../src/provider/ids.js';
 import type { Instance } from '../../src/provider/instance.js';
@@ -80,18 +80,53 @@ export async function processCreate(
     if (deadline !== undefined) return checkAddress(env, data, id, deadline, locked);
 
     const { generation: _g, traceContext: _t, wait, ...request } = data;
-    const instance = await env.provider.create(request, {
+    const options = {
       signal: locked,
-      onProgress: (phase) => {
+      onProgress: (phase: CreateProgress['phase']) => {
         job.updateProgress({ phase } satisfies CreateProgress).catch(() => undefined);
       },
-    });
+    };
+    let instance: Instance;
+    try {
+      instance = await env.provider.create(request, options);
+    } catch (err) {
+      if (!(await replacedOlderCreate(env, data, id, err, locked))) throw err;
+      instance = await env.provider.create(request, options);
+    }
     if (instance.address !== undefined || wait === false) return reportInstance(base, instance);
     // The domain runs: wait for its address by delayed re-queues, holding no slot meanwhile.
     const until = Date.now() + env.config.defaults.addressTimeout;
     await job.updateProgress({ phase: 'address', deadline: until } satisfies CreateProgress);
     return delay(env.config.worker.addressPoll, 'address');
   });
+}
+
+/**
+ * The last request wins (SPEC §8), also against an instance an older create request made:
+ * when the provider refuses this create because the instance belongs to another uid, and that
+ * uid's reservation shows an older create of this same instance, the older instance is deleted
+ * (its delete request, if any, was superseded by this create) and true is returned. An
+ * instance without such a record (made outside the queue, or a reservation older than 7 days)
+ * or made by a newer request is never touched: false, and the refusal stands.
+ */
+async function replacedOlderCreate(
+  env: JobEnv,
+  data: JobData<'create'>,
+  id: string,
+  err: unknown,
+  signal: AbortSignal,
+): Promise<boolean> {
+  if ((err as { code?: unknown } | null)?.code !== 'ERR_UID_CONFLICT') return false;
+  const existing = await env.provider.get(id, { signal });
+  if (existing.uid === data.uid) return false;
+  const older = await createGeneration(env.redis, env.prefix, existing.uid, id);
+  if (older === undefined || older >= data.generation) return false;
+  env.logger.info(
+    { instance: id, uid: data.uid, replaces: existing.uid, generation: data.generation, older },
+    'create replaces the instance of an older create request',
+  );
+  await env.provider.delete(id, { signal });
+  return true;
 }
 
 async function checkAddress(
