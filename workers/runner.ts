@@ -37,7 +37,7 @@ function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function instanceOf(data: unknown): string | undefined {
+export function instanceOf(data: unknown): string | undefined {
   const d = data as { id?: unknown; host?: unknown; name?: unknown } | null;
   if (typeof d?.id === 'string') return d.id;
   if (typeof d?.host === 'string' && typeof d.name === 'string') return `${d.host}/${d.name}`;

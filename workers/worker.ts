@@ -3,19 +3,21 @@
 // exceed it), one each on `gc` and `health`, the health job schedulers, and an orderly close.
 // workers/main.ts adds signals and the HTTP endpoints around it.
 import { trace, type Tracer } from '@opentelemetry/api';
-import { Queue, Worker } from 'bullmq';
+import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { pruneHealth } from '../queues/health.js';
 import { GC_QUEUE, HEALTH_QUEUE, hostQueueName } from '../queues/names.js';
 import { createWorkerConnection, redisEndpoint } from '../queues/redis.js';
+import type { JobName } from '../queues/registry.js';
+import { appendResult } from '../queues/results.js';
 import type { Kvm2Config } from '../src/provider/config/schema.js';
 import { Provider } from '../src/provider/provider.js';
 import type { JobEnv } from './env.js';
 import { JobLocks } from './job-locks.js';
 import { RedisLocks } from './locks.js';
 import { WorkerMetrics } from './metrics.js';
-import { makeProcessor } from './runner.js';
+import { instanceOf, makeProcessor } from './runner.js';
 
 const HOUR_S = 3600;
 /** For jobs that come without retention of their own (a scheduler's, one added by hand). */
@@ -26,6 +28,10 @@ const WORKER_RETENTION = {
 const HEALTH_SCHEDULER_PREFIX = 'health:';
 /** gc and health jobs at once per process: they are light, and mostly wait on hosts. */
 const FLEET_CONCURRENCY = 4;
+/** How many times a job's worker may die under it before BullMQ fails the job. */
+const MAX_STALLED = 3;
+/** BullMQ's failedReason for such a job (bullmq 6 worker.ts). */
+const STALLED_OUT = /stalled more than allowable limit/;
 /** After the graceful bound, how long cancelled jobs get to release themselves. */
 const RELEASE_BOUND_MS = 5_000;
 
@@ -124,10 +130,15 @@ export async function startWorker(
       concurrency,
       lockDuration: config.worker.stalledAfter,
       stalledInterval: config.worker.stalledAfter,
+      // One dead worker (a deploy, an OOM kill) must not use up a job: it runs again.
+      maxStalledCount: MAX_STALLED,
       ...WORKER_RETENTION,
     });
     worker.on('error', (err) => {
       logger.warn({ queue: name, err: err.message }, 'worker error');
+    });
+    worker.on('failed', (job, err) => {
+      if (job !== undefined) reportStalledOut(redis, prefix, logger, job, err);
     });
     return worker;
   });
@@ -136,10 +147,17 @@ export async function startWorker(
 
   let closing: Promise<void> | undefined;
   let shuttingDown = false;
+  // A second request to close (a second signal) ends the graceful wait at once.
+  let forceNow: () => void = () => undefined;
+  const forced = new Promise<false>((resolve) => {
+    forceNow = () => resolve(false);
+  });
   const close = async (force: boolean): Promise<void> => {
     shuttingDown = true;
     const graceful = Promise.all(workers.map((w) => w.close()));
-    const inTime = force ? false : await within(graceful, config.worker.shutdownTimeout);
+    const inTime = force
+      ? false
+      : await Promise.race([within(graceful, config.worker.shutdownTimeout), forced]);
     if (!inTime) {
       releasing = true;
       logger.warn({ active: metrics.activeTotal() }, 'shutdown: releasing the jobs still running');
@@ -159,16 +177,39 @@ export async function startWorker(
     queues: served.map((s) => s.name),
     ready: () => !shuttingDown && redis.status === 'ready' && workers.every((w) => w.isRunning()),
     close: (opts) => {
-      if (opts?.force === true && closing !== undefined) {
-        // A second request while the first still waits: cancel now.
-        releasing = true;
-        for (const w of workers) w.cancelAllJobs('worker shutting down (forced)');
-        return closing;
-      }
+      if (opts?.force === true) forceNow();
       closing ??= close(opts?.force === true);
       return closing;
     },
   };
+}
+
+/**
+ * A job whose workers died more than MAX_STALLED times is failed by BullMQ without calling the
+ * processor, so the runner writes no result for it: this does, so waitFor and consumers learn
+ * it failed (SPEC §8: every attempt's outcome is on the stream).
+ */
+function reportStalledOut(
+  redis: Redis,
+  prefix: string,
+  logger: Logger,
+  job: Job,
+  err: Error,
+): void {
+  if (!STALLED_OUT.test(err.message)) return;
+  appendResult(redis, prefix, {
+    jobId: job.id ?? '',
+    op: job.name as JobName,
+    outcome: 'failed',
+    attempt: job.attemptsMade + 1,
+    timestamp: Date.now(),
+    instanceId: instanceOf(job.data),
+    errorKind: 'transient',
+    errorCode: 'ERR_JOB_STALLED',
+    message: `its worker stopped ${job.stalledCounter} times while running it (killed, or blocked longer than worker.stalledAfter)`,
+  }).catch((e: unknown) => {
+    logger.warn({ job: job.id, err: (e as Error).message }, 'could not append a result');
+  });
 }
 
 /** Resolves true when `work` settles within `ms`, false otherwise (work goes on). */
