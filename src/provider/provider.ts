@@ -3,6 +3,7 @@
 import type { Kvm2Config } from './config/schema.js';
 import { createContext, type ContextOptions, type ProviderContext } from './context.js';
 import type { Instance } from './instance.js';
+import type { DownloadProgress } from './image/fill.js';
 import { create, type CreatePhase } from './operations/create.js';
 import { deleteInstance } from './operations/delete.js';
 import { get } from './operations/get.js';
@@ -23,7 +24,10 @@ export class Provider {
 
   create(
     request: CreateRequest,
-    options?: OperationOptions & { onProgress?: ((phase: CreatePhase) => void) | undefined },
+    options?: OperationOptions & {
+      onProgress?: ((phase: CreatePhase) => void) | undefined;
+      onBytes?: DownloadProgress | undefined;
+    },
   ): Promise<Instance> {
     return create(this.ctx, request, options);
   }

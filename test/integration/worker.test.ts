@@ -1,7 +1,10 @@
 // The queue product end to end with real worker processes (`kvm2 worker`), real Redis, the
 // real libvirtd through sshd: create and delete through the client library, GC, health
 // schedulers and the health hash, the worker's endpoints, and jobs that must fail at once.
+import { randomBytes, createHash } from 'node:crypto';
+import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hostQueueName } from '../../queues/names.js';
 import { startQueueFleet, type QueueFleet } from '../harness/queue-fleet.js';
 import { virsh } from '../harness/virsh.js';
 import { startWorkerProcess, type WorkerProcess } from '../harness/worker-process.js';
@@ -9,16 +12,34 @@ import { startWorkerProcess, type WorkerProcess } from '../harness/worker-proces
 let fleet: QueueFleet;
 let worker: WorkerProcess | undefined;
 let configPath = '';
+// A raw image of its own (random bytes, so never cached), sent slowly: the create's progress
+// shows the download's bytes.
+const slowImage = randomBytes(4 << 20);
+const slowSha = createHash('sha256').update(slowImage).digest('hex');
+let overrides: Record<string, unknown> = {};
 
 beforeAll(async () => {
   fleet = await startQueueFleet('wk');
-  configPath = fleet.writeConfig();
+  fleet.images.serve('/slow.raw', { data: slowImage, chunkBytes: 256 << 10, chunkDelayMs: 150 });
+  overrides = {
+    images: {
+      ...(fleet.configObject()['images'] as Record<string, unknown>),
+      slow: { url: fleet.images.url('/slow.raw'), sha256: slowSha, format: 'raw' },
+    },
+  };
+  configPath = fleet.writeConfig(overrides);
   worker = await startWorkerProcess(configPath);
 }, 120_000);
 
 afterAll(async () => {
   await worker?.stop();
   await fleet?.cleanup();
+  await virsh(['vol-delete', '--pool', 'default', `kvm2-base-${slowSha}.raw`]).catch(
+    () => undefined,
+  );
+  await virsh(['vol-delete', '--pool', 'default', `kvm2-base-${slowSha}.raw.sha256`]).catch(
+    () => undefined,
+  );
 }, 120_000);
 
 describe('create and delete through the client library', () => {
@@ -48,4 +69,48 @@ describe('create and delete through the client library', () => {
       await client.close();
     }
   }, 120_000);
+});
+
+describe('progress', () => {
+  it("a create that fills the image cache reports the download's bytes, then its phases", async () => {
+    const client = fleet.client(overrides);
+    const queue = new Queue(hostQueueName('h1'), {
+      connection: fleet.scope.redis,
+      prefix: fleet.scope.prefix,
+    });
+    try {
+      const queued = await client.create(
+        { host: 'h1', name: fleet.name('prog'), image: 'slow' },
+        { wait: false },
+      );
+      const seen: unknown[] = [];
+      const done = client.waitFor(queued.jobId, { timeoutMs: 120_000 });
+      let finished = false;
+      void done.finally(() => (finished = true));
+      while (!finished) {
+        const job = await queue.getJob(queued.jobId);
+        const last = seen.at(-1);
+        if (job !== undefined && JSON.stringify(job.progress) !== JSON.stringify(last)) {
+          seen.push(job.progress);
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect((await done).outcome).toBe('succeeded');
+      const downloads = seen.filter(
+        (p): p is { phase: string; bytes: number; totalBytes: number } =>
+          typeof p === 'object' && p !== null && 'bytes' in p,
+      );
+      expect(downloads.length).toBeGreaterThan(1);
+      expect(
+        downloads.every((p) => p.phase === 'download' && p.totalBytes === slowImage.length),
+      ).toBe(true);
+      expect(downloads.map((p) => p.bytes)).toEqual(
+        [...downloads.map((p) => p.bytes)].sort((a, b) => a - b),
+      );
+      expect(seen).toContainEqual({ phase: 'boot' });
+    } finally {
+      await queue.close();
+      await client.close();
+    }
+  }, 180_000);
 });

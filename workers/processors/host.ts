@@ -17,6 +17,9 @@ export interface CreateProgress {
   readonly phase: 'queued' | 'download' | 'volumes' | 'boot' | 'address';
   /** The address wait's deadline (ms since the epoch), once the domain runs. */
   readonly deadline?: number;
+  /** While this create fills the image cache: bytes streamed so far, and of how many. */
+  readonly bytes?: number;
+  readonly totalBytes?: number;
 }
 
 function addressDeadline(progress: unknown): number | undefined {
@@ -80,10 +83,19 @@ export async function processCreate(
     if (deadline !== undefined) return checkAddress(env, data, id, deadline, locked);
 
     const { generation: _g, traceContext: _t, wait, ...request } = data;
+    const progress = (value: CreateProgress): void => {
+      job.updateProgress(value).catch(() => undefined);
+    };
+    let lastBytesAt = 0;
     const options = {
       signal: locked,
-      onProgress: (phase: CreateProgress['phase']) => {
-        job.updateProgress({ phase } satisfies CreateProgress).catch(() => undefined);
+      onProgress: (phase: CreateProgress['phase']) => progress({ phase }),
+      // At most twice a second: each update is a Redis write and a job event.
+      onBytes: (bytes: number, totalBytes: number | undefined) => {
+        const now = Date.now();
+        if (now - lastBytesAt < 500 && bytes !== totalBytes) return;
+        lastBytesAt = now;
+        progress({ phase: 'download', bytes, ...(totalBytes === undefined ? {} : { totalBytes }) });
       },
     };
     let instance: Instance;

@@ -19,7 +19,7 @@ import {
   type CacheEntry,
 } from './base-image.js';
 import { DOWNLOAD_TIMEOUTS, imageSource, probeImageSize } from './download.js';
-import { fillBaseImage } from './fill.js';
+import { fillBaseImage, type DownloadProgress } from './fill.js';
 import { deleteVolume, lookupVolume, readSmallVolume, refreshPool } from './volumes.js';
 
 type Lookup =
@@ -76,7 +76,7 @@ export async function ensureBaseImage(
   ctx: ProviderContext,
   host: string,
   imageName: string,
-  opts: { signal?: AbortSignal | undefined },
+  opts: { signal?: AbortSignal | undefined; onBytes?: DownloadProgress | undefined },
 ): Promise<BaseImage> {
   const cached = await findBaseImage(ctx, host, imageName, opts);
   if (cached !== undefined) return cached;
@@ -101,7 +101,7 @@ export async function ensureBaseImage(
         );
         await deleteVolume(locked, vol, lockSignal);
       }
-      return fillBaseImage(ctx, entry, pool, lockSignal);
+      return fillBaseImage(ctx, entry, pool, lockSignal, opts.onBytes);
     },
     { signal },
   );

@@ -42,11 +42,15 @@ export class ImageContentError extends Error {
   override name = 'ImageContentError';
 }
 
+/** Bytes streamed from the image's URL into its volume so far, and the total when known. */
+export type DownloadProgress = (bytes: number, totalBytes: number | undefined) => void;
+
 export async function fillBaseImage(
   ctx: ProviderContext,
   entry: CacheEntry,
   pool: NonnullStoragePool,
   signal: AbortSignal,
+  onBytes?: DownloadProgress,
 ): Promise<BaseImage> {
   const src = imageSource(entry.imageName, entry.image);
   const attributes = {
@@ -81,7 +85,7 @@ export async function fillBaseImage(
       await conn.upload(
         StorageVolUpload,
         { vol: base, offset: 0n, length: 0n, flags: 0 },
-        hashing(response.body, tally),
+        hashing(response.body, tally, (bytes) => onBytes?.(bytes, response.length)),
         { signal: budget },
       );
       const sha256 = verify(src, entry, response.length, tally);
@@ -155,10 +159,12 @@ async function createVolume(
 async function* hashing(
   body: AsyncIterable<Uint8Array>,
   tally: { readonly hash: Hash; bytes: number },
+  onBytes: (bytes: number) => void,
 ): AsyncGenerator<Uint8Array, void, undefined> {
   for await (const chunk of body) {
     tally.hash.update(chunk);
     tally.bytes += chunk.length;
+    onBytes(tally.bytes);
     yield chunk;
   }
 }

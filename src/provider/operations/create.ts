@@ -22,6 +22,7 @@ import {
 } from '../../libvirt/protocol.gen.js';
 import { hostConfig, imageConfig, type ProviderContext } from '../context.js';
 import { ProviderError } from '../errors.js';
+import type { DownloadProgress } from '../image/fill.js';
 import {
   ensureBaseImage,
   findBaseImage,
@@ -53,6 +54,8 @@ const SERIAL_LOG_DIR = '/var/log/libvirt/qemu';
 interface Io {
   readonly signal: AbortSignal;
   readonly onProgress?: ((phase: CreatePhase) => void) | undefined;
+  /** While this create fills the image cache: bytes streamed, and the total when known. */
+  readonly onBytes?: DownloadProgress | undefined;
 }
 
 /** Where a create stands, for a progress display: each phase is reported as it begins. */
@@ -64,6 +67,7 @@ export async function create(
   options?: {
     signal?: AbortSignal | undefined;
     onProgress?: ((phase: CreatePhase) => void) | undefined;
+    onBytes?: DownloadProgress | undefined;
   },
 ): Promise<Instance> {
   const req = parseCreateRequest(input);
@@ -79,7 +83,12 @@ export async function create(
     ctx.locks
       .withLock(
         `instance:${id}`,
-        (signal) => createLocked(ctx, host, req, { signal, onProgress: options?.onProgress }),
+        (signal) =>
+          createLocked(ctx, host, req, {
+            signal,
+            onProgress: options?.onProgress,
+            onBytes: options?.onBytes,
+          }),
         {
           signal: options?.signal,
         },
