@@ -27,6 +27,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { createKey, generationKey, latestGenerationKey, resultsKey } from './names.js';
+import { LuaScript } from './script.js';
 
 export const CREATE_RESERVATION_TTL_S = 7 * 24 * 3600;
 /** Longer than any job lives (attempts × backoff, retention): a counter never restarts under one. */
@@ -35,7 +36,7 @@ export const GENERATION_TTL_S = 30 * 24 * 3600;
 // KEYS: createKey, generationKey, resultsKey. ARGV: jobId, digest, reservation TTL, gen TTL,
 // instance id. Returns { jobId, generation, digest, enqueued, fresh, last results id,
 // instance id }.
-const RESERVE_CREATE = `
+const RESERVE_CREATE = new LuaScript(`
 local last = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)
 local lastId = '0-0'
 if #last > 0 then lastId = last[1][1] end
@@ -49,20 +50,20 @@ redis.call('HSET', KEYS[1], 'jobId', ARGV[1], 'generation', gen, 'digest', ARGV[
   'enqueued', '0', 'instanceId', ARGV[5])
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 return { ARGV[1], tostring(gen), ARGV[2], '0', '1', lastId, ARGV[5] }
-`;
+`);
 
 // KEYS: generationKey, resultsKey. ARGV: gen TTL. Returns { generation, last results id }.
-const ALLOCATE = `
+const ALLOCATE = new LuaScript(`
 local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
 local lastId = '0-0'
 if #last > 0 then lastId = last[1][1] end
 local gen = redis.call('INCR', KEYS[1])
 redis.call('EXPIRE', KEYS[1], ARGV[1])
 return { tostring(gen), lastId }
-`;
+`);
 
 // KEYS: latestGenerationKey [, createKey]. ARGV: generation, gen TTL. Returns the latest.
-const COMMIT = `
+const COMMIT = new LuaScript(`
 local latest = tonumber(redis.call('GET', KEYS[1]) or '0')
 local gen = tonumber(ARGV[1])
 if gen > latest then latest = gen end
@@ -71,7 +72,7 @@ if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 1 then
   redis.call('HSET', KEYS[2], 'enqueued', '1')
 end
 return tostring(latest)
-`;
+`);
 
 export interface CreateReservation {
   readonly jobId: string;
@@ -112,17 +113,10 @@ export async function reserveCreate(
   },
 ): Promise<CreateReservation> {
   const reply = toArray(
-    await redis.eval(
-      RESERVE_CREATE,
-      3,
-      createKey(prefix, args.uid),
-      generationKey(prefix, args.instanceId),
-      resultsKey(prefix),
-      args.jobId,
-      args.digest,
-      CREATE_RESERVATION_TTL_S,
-      GENERATION_TTL_S,
-      args.instanceId,
+    await RESERVE_CREATE.run(
+      redis,
+      [createKey(prefix, args.uid), generationKey(prefix, args.instanceId), resultsKey(prefix)],
+      [args.jobId, args.digest, CREATE_RESERVATION_TTL_S, GENERATION_TTL_S, args.instanceId],
     ),
   );
   const [jobId = '', generation = '', digest = '', enqueued = '0', fresh = '0'] = reply;
@@ -145,12 +139,10 @@ export async function allocateGeneration(
   instanceId: string,
 ): Promise<{ readonly generation: number; readonly resultsFrom: string }> {
   const [generation = '', from = '0-0'] = toArray(
-    await redis.eval(
-      ALLOCATE,
-      2,
-      generationKey(prefix, instanceId),
-      resultsKey(prefix),
-      GENERATION_TTL_S,
+    await ALLOCATE.run(
+      redis,
+      [generationKey(prefix, instanceId), resultsKey(prefix)],
+      [GENERATION_TTL_S],
     ),
   );
   return { generation: Number(generation), resultsFrom: from };
@@ -171,9 +163,7 @@ export async function commitGeneration(
     uid === undefined
       ? [latestGenerationKey(prefix, instanceId)]
       : [latestGenerationKey(prefix, instanceId), createKey(prefix, uid)];
-  const latest = Number(
-    await redis.eval(COMMIT, keys.length, ...keys, generation, GENERATION_TTL_S),
-  );
+  const latest = Number(await COMMIT.run(redis, keys, [generation, GENERATION_TTL_S]));
   return { latest, superseded: latest > generation };
 }
 

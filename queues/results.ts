@@ -4,6 +4,7 @@
 import type { Redis } from 'ioredis';
 import type { ErrorKind } from '../src/error-kind.js';
 import { resultsKey } from './names.js';
+import { LuaScript } from './script.js';
 import { QueueError, type JobName, type TraceContext } from './registry.js';
 
 export const RESULT_OUTCOMES = ['succeeded', 'failed', 'retrying', 'superseded'] as const;
@@ -61,6 +62,30 @@ function fieldsOf(result: JobResult): string[] {
     ['tracestate', result.traceContext?.tracestate],
   ];
   return fields.flatMap(([k, v]) => (v === undefined ? [] : [k, String(v)]));
+}
+
+// KEYS: results stream, lock key. ARGV: lock token, max length, then the entry's fields.
+const RELEASE_AND_APPEND = new LuaScript(`
+if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+return redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', unpack(ARGV, 3))
+`);
+
+/**
+ * Appends one result and, in the same round trip, releases the job's lock (deleted only while
+ * it still holds `lock.token`): a worker's commonest pair of writes, done as one.
+ */
+export async function appendResultReleasing(
+  redis: Redis,
+  prefix: string,
+  result: JobResult,
+  lock: { readonly redisKey: string; readonly token: string },
+): Promise<string> {
+  const id = await RELEASE_AND_APPEND.run(
+    redis,
+    [resultsKey(prefix), lock.redisKey],
+    [lock.token, RESULTS_MAX_LEN, ...fieldsOf(result)],
+  );
+  return String(id);
 }
 
 /** Appends one result; returns its stream id. */

@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Kvm2Config } from '../src/provider/config/schema.js';
 import type { Provider } from '../src/provider/provider.js';
-import type { JobLocks } from './job-locks.js';
+import type { RedisLocks } from './locks.js';
 import type { WorkerMetrics } from './metrics.js';
 
 export interface JobEnv {
@@ -14,7 +14,8 @@ export interface JobEnv {
   readonly provider: Provider;
   /** Commands: results, generations, the health hash, locks. Never a blocking read. */
   readonly redis: Redis;
-  readonly locks: JobLocks;
+  /** Instance and image locks; each job run wraps them in its own JobLocks. */
+  readonly locks: RedisLocks;
   readonly logger: Logger;
   readonly tracer: Tracer;
   readonly metrics: WorkerMetrics;

@@ -1,11 +1,10 @@
-// The provider's keyed locks inside a worker (SPEC §8: "a job that finds its key busy is
+// The provider's keyed locks for one job run (SPEC §8: "a job that finds its key busy is
 // delayed, not blocked"). The processor takes the instance lock itself before calling the
-// provider, so a busy instance costs no slot; when the provider then asks for that same key it
-// is given the job's lease. Any other key (an image fill) is tried once: busy throws
-// KeyBusyError, which the processor turns into a delayed re-queue like a busy instance.
-// Which leases the running job holds travels with its async context (AsyncLocalStorage), so
-// the one shared Provider serves every concurrent job.
-import { AsyncLocalStorage } from 'node:async_hooks';
+// provider (workers/begin.ts), so a busy instance costs no slot; when the provider then asks
+// for that same key it is given the job's lease. Any other key (an image fill) is tried once:
+// busy throws KeyBusyError, which the runner turns into a delayed re-queue like a busy
+// instance. One small object per run, handed to a provider view (Provider.withLocks): no
+// async-context tracking, which would cost every promise in the process.
 import type { KeyedLocks } from '../src/provider/locks.js';
 import { linkSignals } from './locks/abort.js';
 import type { Lease, RedisLocks } from './locks.js';
@@ -21,13 +20,13 @@ export class KeyBusyError extends Error {
 }
 
 export class JobLocks implements KeyedLocks {
-  readonly #held = new AsyncLocalStorage<ReadonlyMap<string, Lease>>();
+  readonly #held: ReadonlyMap<string, Lease>;
 
-  constructor(readonly redisLocks: RedisLocks) {}
-
-  /** Runs `fn` (a job's work) with `leases` handed to the provider when it asks for their keys. */
-  holding<T>(leases: readonly Lease[], fn: () => Promise<T>): Promise<T> {
-    return this.#held.run(new Map(leases.map((l) => [l.key, l])), fn);
+  constructor(
+    private readonly redisLocks: RedisLocks,
+    held: readonly Lease[] = [],
+  ) {
+    this.#held = new Map(held.map((l) => [l.key, l]));
   }
 
   async withLock<T>(
@@ -35,10 +34,7 @@ export class JobLocks implements KeyedLocks {
     fn: (signal: AbortSignal) => Promise<T>,
     options?: { signal?: AbortSignal | undefined },
   ): Promise<T> {
-    const held = this.#held.getStore();
-    // Outside a job (a CLI command, a test): wait for the key like any other holder.
-    if (held === undefined) return this.redisLocks.withLock(key, fn, options);
-    const own = held.get(key);
+    const own = this.#held.get(key);
     const lease = own ?? (await this.redisLocks.tryAcquire(key, { signal: options?.signal }));
     if (lease === null) throw new KeyBusyError(key);
     const linked = linkSignals([options?.signal, lease.signal]);

@@ -2,7 +2,7 @@
 // `<prefix>:lock:<key>` holding the holder's random token for a TTL it renews while it runs.
 // The worker calls tryAcquire and delays a job whose key is busy; the provider takes its locks
 // through withLock (KeyedLocks), which waits by polling with jittered backoff. See docs/locks.md.
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { KeyedLocks } from '../src/provider/locks.js';
 import { linkSignals, sleep } from './locks/abort.js';
@@ -42,7 +42,7 @@ export interface AcquireOptions {
 export class RedisLocks implements KeyedLocks {
   private readonly client: Redis;
   private readonly prefix: string;
-  private readonly ttlMs: number;
+  readonly ttlMs: number;
   private readonly pollMinMs: number;
   private readonly pollMaxMs: number;
 
@@ -85,6 +85,21 @@ export class RedisLocks implements KeyedLocks {
       signal.throwIfAborted();
     }
     return lease;
+  }
+
+  /** A fresh random token for a lock taken elsewhere (a script), then adopted. */
+  newToken(): string {
+    // randomUUID draws from a pooled CSPRNG buffer: cheaper than randomBytes per lock.
+    return randomUUID();
+  }
+
+  /**
+   * The lease of a lock a script took with `token` (workers/begin.ts takes the instance lock
+   * in the same round trip as the generation check): renewed and released like any other.
+   * `sentAt` is performance.now() when that script was sent.
+   */
+  adopt(key: string, token: string, sentAt: number): Lease {
+    return new RedisLease(this.client, key, this.lockKey(key), token, this.ttlMs, sentAt);
   }
 
   /**

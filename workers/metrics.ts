@@ -13,8 +13,9 @@ function labelText(labels: Labels): string {
   return parts.length === 0 ? '' : `{${parts.join(',')}}`;
 }
 
+/** Each series is always given its labels in one order, so their values name the entry. */
 function keyOf(labels: Labels): string {
-  return JSON.stringify(Object.entries(labels).sort(([a], [b]) => a.localeCompare(b)));
+  return Object.values(labels).join('\u0000');
 }
 
 class Series<V> {

@@ -11,10 +11,11 @@ import { DelayedError, UnrecoverableError, type Job, type Processor } from 'bull
 import { hostOfQueue } from '../queues/names.js';
 import { currentTraceContext } from '../queues/client.js';
 import { validateJob, type JobName } from '../queues/registry.js';
-import { appendResult, type JobResult } from '../queues/results.js';
+import { appendResult, appendResultReleasing, type JobResult } from '../queues/results.js';
 import { classifyError } from '../src/classify.js';
 import type { JobEnv } from './env.js';
 import { KeyBusyError } from './job-locks.js';
+import type { Lease } from './locks.js';
 import { processCreate, processDelete, processGet } from './processors/host.js';
 import { processGc, processHealth } from './processors/fleet.js';
 import { busyDelay, delay, type ResultFields, type Step } from './step.js';
@@ -103,6 +104,7 @@ async function runJob(
   const report = async (
     outcome: JobResult['outcome'],
     fields: ResultFields,
+    lease?: Lease,
   ): Promise<JobReturn> => {
     const result: JobResult = {
       jobId: job.id ?? '',
@@ -114,7 +116,8 @@ async function runJob(
       instanceId: fields.instanceId ?? instanceOf(job.data),
       traceContext: currentTraceContext(),
     };
-    await appendResult(env.redis, env.prefix, result);
+    if (lease === undefined) await appendResult(env.redis, env.prefix, result);
+    else await appendResultReleasing(env.redis, env.prefix, result, lease.detach());
     env.metrics.outcome(queue, job.name, outcome, (performance.now() - started) / 1000);
     span.setAttribute('kvm2.outcome', outcome);
     return result;
@@ -132,7 +135,7 @@ async function runJob(
     await job.moveToDelayed(Date.now() + step.ms, token);
     throw new DelayedError();
   }
-  return report(step.outcome, step.fields);
+  return report(step.outcome, step.fields, step.lease);
 }
 
 async function dispatch(env: JobEnv, queue: string, job: Job, signal: AbortSignal): Promise<Step> {

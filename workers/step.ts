@@ -2,11 +2,18 @@
 // or per-attempt result (appended to the results stream), or a delayed re-queue that spends no
 // attempt (busy key, address wait, a release at shutdown).
 import type { JobResult, ResultOutcome } from '../queues/results.js';
+import type { Lease } from './locks.js';
 
 export type ResultFields = Omit<JobResult, 'jobId' | 'op' | 'outcome' | 'attempt' | 'timestamp'>;
 
 export type Step =
-  | { readonly type: 'result'; readonly outcome: ResultOutcome; readonly fields: ResultFields }
+  | {
+      readonly type: 'result';
+      readonly outcome: ResultOutcome;
+      readonly fields: ResultFields;
+      /** The instance lock, released by the runner in the same round trip as the result. */
+      readonly lease?: Lease;
+    }
   | { readonly type: 'delay'; readonly ms: number; readonly reason: DelayReason };
 
 export type DelayReason = 'busy' | 'address' | 'shutdown';

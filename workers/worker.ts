@@ -14,7 +14,6 @@ import { appendResult } from '../queues/results.js';
 import type { Kvm2Config } from '../src/provider/config/schema.js';
 import { Provider } from '../src/provider/provider.js';
 import type { JobEnv } from './env.js';
-import { JobLocks } from './job-locks.js';
 import { RedisLocks } from './locks.js';
 import { WorkerMetrics } from './metrics.js';
 import { instanceOf, makeProcessor } from './runner.js';
@@ -82,9 +81,8 @@ export async function startWorker(
   await warnUnlessNoEviction(redis, logger);
 
   const tracer = options.tracer ?? trace.getTracer('kvm2');
-  const locks = new JobLocks(
-    new RedisLocks({ client: redis, prefix: `${prefix}`, ttlMs: config.worker.lockTtl }),
-  );
+  const locks = new RedisLocks({ client: redis, prefix, ttlMs: config.worker.lockTtl });
+  // Outside a job (none today) the provider would wait for a busy key; jobs use their own view.
   const provider = new Provider(config, { locks, logger, tracer });
   const producerQueues = new Map<string, Queue>();
   const queueFor = (name: string): Queue => {

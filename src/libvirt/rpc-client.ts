@@ -509,14 +509,22 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
   private decodeError(procedure: string, payload: Buffer): Error {
     try {
       const e = decodeRemoteError(new XdrReader(payload));
-      return new LibvirtError(
-        e.message ?? `libvirt error ${e.code}`,
-        e.code,
-        e.domain,
-        e.level,
-        procedure,
-        e.int1,
-      );
+      // No stack: it would only show this read loop, and "no such domain" is an everyday
+      // answer whose stack capture cost showed in bench/queue's profile.
+      const limit = Error.stackTraceLimit;
+      Error.stackTraceLimit = 0;
+      try {
+        return new LibvirtError(
+          e.message ?? `libvirt error ${e.code}`,
+          e.code,
+          e.domain,
+          e.level,
+          procedure,
+          e.int1,
+        );
+      } finally {
+        Error.stackTraceLimit = limit;
+      }
     } catch (err) {
       return new ProtocolError(
         `${procedure}: undecodable error payload: ${(err as Error).message}`,

@@ -2,6 +2,7 @@
 // never imports BullMQ; the queue layer turns its error kinds into retries.
 import type { Kvm2Config } from './config/schema.js';
 import { createContext, type ContextOptions, type ProviderContext } from './context.js';
+import type { KeyedLocks } from './locks.js';
 import type { Instance } from './instance.js';
 import type { DownloadProgress } from './image/fill.js';
 import { create, type CreatePhase } from './operations/create.js';
@@ -20,6 +21,17 @@ export class Provider {
 
   constructor(config: Kvm2Config, options?: ContextOptions) {
     this.ctx = createContext(config, options);
+  }
+
+  /**
+   * The same provider (configuration, connections, telemetry) taking its keyed locks from
+   * `locks`: a worker hands each job's locks to the operations it runs. Closing the view closes
+   * the shared connections, so close only the original.
+   */
+  withLocks(locks: KeyedLocks): Provider {
+    const view = Object.create(Provider.prototype) as { ctx: ProviderContext };
+    view.ctx = { ...this.ctx, locks };
+    return view as Provider;
   }
 
   create(

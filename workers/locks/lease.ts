@@ -11,6 +11,12 @@ export interface Lease {
   /** Fires with a LockLostError (code ERR_LOCK_LOST, kind transient) when the lock is lost. */
   readonly signal: AbortSignal;
   /**
+   * Stops renewal and hands the caller what it needs to delete the lock itself in a script of
+   * its own (compare the token, then DEL), e.g. together with the job's result. After this,
+   * release() does nothing.
+   */
+  detach(): { readonly redisKey: string; readonly token: string };
+  /**
    * Stops renewal and deletes the lock if it still holds this lease's token. Idempotent (later
    * calls return the first call's promise) and never rejects: true when the key was ours and is
    * now deleted, false when it was not ours any more or Redis failed (the key then lapses by
@@ -55,13 +61,20 @@ export class RedisLease implements Lease {
     return this.releasing;
   }
 
+  detach(): { readonly redisKey: string; readonly token: string } {
+    if (this.state === 'held') this.state = 'released';
+    this.clearTimers();
+    this.releasing ??= Promise.resolve(false);
+    return { redisKey: this.redisKey, token: this.token };
+  }
+
   private async releaseOnce(): Promise<boolean> {
     if (this.state === 'held') this.state = 'released';
     this.clearTimers();
     // Even after a loss: a key Redis could not renew may still hold our token. The script
     // deletes it only then, never a new owner's.
     try {
-      const deleted = await this.client.eval(RELEASE_SCRIPT, 1, this.redisKey, this.token);
+      const deleted = await RELEASE_SCRIPT.run(this.client, [this.redisKey], [this.token]);
       return deleted === 1;
     } catch {
       return false;
@@ -92,7 +105,7 @@ export class RedisLease implements Lease {
     const sentAt = performance.now();
     let answer: unknown;
     try {
-      answer = await this.client.eval(RENEW_SCRIPT, 1, this.redisKey, this.token, this.ttlMs);
+      answer = await RENEW_SCRIPT.run(this.client, [this.redisKey], [this.token, this.ttlMs]);
     } catch (err) {
       // Redis unreachable or refusing: retry until the expiry timer decides.
       this.lastRenewalError = err;

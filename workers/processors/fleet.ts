@@ -5,6 +5,7 @@ import type { JobData } from '../../queues/registry.js';
 import { currentTraceContext } from '../../queues/client.js';
 import { checkHost } from '../../src/provider/check.js';
 import type { JobEnv } from '../env.js';
+import { JobLocks } from '../job-locks.js';
 import { succeeded, type Step } from '../step.js';
 
 /**
@@ -30,12 +31,11 @@ export async function processGc(
     (i) => !keep.has(i.id) && isOlder(i.createdAt, now, data.graceMs),
   );
 
-  // In a job's lock context (JobLocks) a busy instance is skipped by the sweep, never waited on.
-  const sweeps = await env.locks.holding([], () =>
-    Promise.all(
-      env.config.hosts.map((h) =>
-        env.provider.sweepOrphanVolumes(h.name, { olderThanMs: data.graceMs, now, signal }),
-      ),
+  // With a job's locks (JobLocks) a busy instance is skipped by the sweep, never waited on.
+  const provider = env.provider.withLocks(new JobLocks(env.locks));
+  const sweeps = await Promise.all(
+    env.config.hosts.map((h) =>
+      provider.sweepOrphanVolumes(h.name, { olderThanMs: data.graceMs, now, signal }),
     ),
   );
   const removed = sweeps.flatMap((s) => s.removed);

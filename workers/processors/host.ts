@@ -1,15 +1,17 @@
 // The jobs of a host queue `host.<name>`: create, delete, get (SPEC §8). Each create and
-// delete first commits its generation (a job older than the instance's latest request ends as
-// `superseded` without touching the host), then takes the instance lock without waiting (busy
-// → delayed), checks the generation again under the lock, and calls the provider.
+// delete begins in one Redis round trip (workers/begin.ts): commit its generation, end as
+// `superseded` without touching the host when a newer request exists, else take the instance
+// lock without waiting (busy → delayed). Then the provider runs with the job's lease.
 import type { Job } from 'bullmq';
-import { commitGeneration, createGeneration, latestGeneration } from '../../queues/generations.js';
+import { createGeneration } from '../../queues/generations.js';
 import { QueueError, type JobData } from '../../queues/registry.js';
 import { formatInstanceId, parseInstanceId } from '../../src/provider/ids.js';
 import type { Instance } from '../../src/provider/instance.js';
+import type { Provider } from '../../src/provider/provider.js';
 import type { JobEnv } from '../env.js';
 import { linkSignals } from '../locks/abort.js';
-import type { Lease } from '../locks.js';
+import { beginInstanceJob } from '../begin.js';
+import { JobLocks } from '../job-locks.js';
 import { busyDelay, delay, succeeded, superseded, type Step } from '../step.js';
 
 /** The create's progress as the job records it: read by `kvm2 create --wait`. */
@@ -40,27 +42,41 @@ function checkQueueHost(queueHost: string, host: string | undefined, op: string)
 }
 
 /**
- * Runs `fn` holding the instance's lock, or returns a busy delay when another job holds it.
- * The provider is handed the same lease (JobLocks), and `fn`'s signal fires when the lease is
- * lost or the job is cancelled.
+ * Begins the job (generation and lock, workers/begin.ts) and runs `fn` with a provider view
+ * that holds the instance's lease; a superseded job or a busy instance ends here. `fn`'s
+ * signal fires when the lease is lost or the job is cancelled.
  */
 async function underInstanceLock(
   env: JobEnv,
-  id: string,
+  base: { readonly instanceId: string; readonly generation: number },
+  uid: string | undefined,
   signal: AbortSignal,
-  fn: (signal: AbortSignal) => Promise<Step>,
+  fn: (provider: Provider, signal: AbortSignal) => Promise<Step>,
 ): Promise<Step> {
-  const lease: Lease | null = await env.locks.redisLocks.tryAcquire(`instance:${id}`, {
-    signal,
+  signal.throwIfAborted();
+  const begun = await beginInstanceJob(env.redis, env.locks, {
+    prefix: env.prefix,
+    instanceId: base.instanceId,
+    generation: base.generation,
+    uid,
   });
-  if (lease === null) return busyDelay();
+  if (begun.state === 'superseded') return superseded(base, begun.latest);
+  if (begun.state === 'busy') return busyDelay();
+  const lease = begun.lease;
   const linked = linkSignals([signal, lease.signal]);
+  let step: Step;
   try {
-    return await env.locks.holding([lease], () => fn(linked.signal));
+    step = await fn(env.provider.withLocks(new JobLocks(env.locks, [lease])), linked.signal);
+  } catch (err) {
+    void lease.release();
+    throw err;
   } finally {
     linked.dispose();
-    await lease.release();
   }
+  if (step.type === 'result') return { ...step, lease };
+  // Not awaited: the release goes out on this connection before anything the runner sends.
+  void lease.release();
+  return step;
 }
 
 export async function processCreate(
@@ -73,14 +89,9 @@ export async function processCreate(
   const host = checkQueueHost(queueHost, data.host, 'create');
   const id = formatInstanceId(host, data.name);
   const base = { instanceId: id, generation: data.generation };
-  const committed = await commitGeneration(env.redis, env.prefix, id, data.generation, data.uid);
-  if (committed.superseded) return superseded(base, committed.latest);
-
   const deadline = addressDeadline(job.progress);
-  return underInstanceLock(env, id, signal, async (locked) => {
-    const latest = await latestGeneration(env.redis, env.prefix, id);
-    if (latest > data.generation) return superseded(base, latest);
-    if (deadline !== undefined) return checkAddress(env, data, id, deadline, locked);
+  return underInstanceLock(env, base, data.uid, signal, async (provider, locked) => {
+    if (deadline !== undefined) return checkAddress(env, provider, data, id, deadline, locked);
 
     const { generation: _g, traceContext: _t, wait, ...request } = data;
     const progress = (value: CreateProgress): void => {
@@ -100,10 +111,10 @@ export async function processCreate(
     };
     let instance: Instance;
     try {
-      instance = await env.provider.create(request, options);
+      instance = await provider.create(request, options);
     } catch (err) {
-      if (!(await replacedOlderCreate(env, data, id, err, locked))) throw err;
-      instance = await env.provider.create(request, options);
+      if (!(await replacedOlderCreate(env, provider, data, id, err, locked))) throw err;
+      instance = await provider.create(request, options);
     }
     if (instance.address !== undefined || wait === false) return reportInstance(base, instance);
     // The domain runs: wait for its address by delayed re-queues, holding no slot meanwhile.
@@ -123,13 +134,14 @@ export async function processCreate(
  */
 async function replacedOlderCreate(
   env: JobEnv,
+  provider: Provider,
   data: JobData<'create'>,
   id: string,
   err: unknown,
   signal: AbortSignal,
 ): Promise<boolean> {
   if ((err as { code?: unknown } | null)?.code !== 'ERR_UID_CONFLICT') return false;
-  const existing = await env.provider.get(id, { signal });
+  const existing = await provider.get(id, { signal });
   if (existing.uid === data.uid) return false;
   const older = await createGeneration(env.redis, env.prefix, existing.uid, id);
   if (older === undefined || older >= data.generation) return false;
@@ -137,19 +149,20 @@ async function replacedOlderCreate(
     { instance: id, uid: data.uid, replaces: existing.uid, generation: data.generation, older },
     'create replaces the instance of an older create request',
   );
-  await env.provider.delete(id, { signal });
+  await provider.delete(id, { signal });
   return true;
 }
 
 async function checkAddress(
   env: JobEnv,
+  provider: Provider,
   data: JobData<'create'>,
   id: string,
   deadline: number,
   signal: AbortSignal,
 ): Promise<Step> {
   const base = { instanceId: id, generation: data.generation };
-  const instance = await env.provider.get(id, { signal });
+  const instance = await provider.get(id, { signal });
   if (instance.uid !== data.uid) {
     throw new QueueError(
       'ERR_INVALID_JOB',
@@ -188,12 +201,8 @@ export async function processDelete(
   checkQueueHost(queueHost, parseInstanceId(data.id).host, 'delete');
   const id = data.id;
   const base = { instanceId: id, generation: data.generation };
-  const committed = await commitGeneration(env.redis, env.prefix, id, data.generation);
-  if (committed.superseded) return superseded(base, committed.latest);
-  return underInstanceLock(env, id, signal, async (locked) => {
-    const latest = await latestGeneration(env.redis, env.prefix, id);
-    if (latest > data.generation) return superseded(base, latest);
-    await env.provider.delete(id, { signal: locked });
+  return underInstanceLock(env, base, undefined, signal, async (provider, locked) => {
+    await provider.delete(id, { signal: locked });
     return succeeded({ ...base, state: 'deleted' });
   });
 }

@@ -59,6 +59,10 @@ async function deleteLocked(
   io: Io,
 ): Promise<void> {
   const conn = await ctx.hosts.shared(host, io);
+  const poolName = ctx.config.hosts.find((h) => h.name === host)?.pool ?? 'default';
+  // The pool is looked up alongside the domain (pipelined on the link): both only read.
+  const poolLookup = conn.call(StoragePoolLookupByName, { name: poolName }, io);
+  poolLookup.catch(() => undefined); // awaited below; not unhandled meanwhile
   let dom: NonnullDomain | null = null;
   try {
     dom = (await conn.call(DomainLookupByName, { name }, io)).dom;
@@ -71,16 +75,17 @@ async function deleteLocked(
   // create with another uid refuses, never an orphan overlay that it could boot from.
   if (dom !== null) await destroyIfActive(conn, dom, io);
   try {
-    const poolName = ctx.config.hosts.find((h) => h.name === host)?.pool ?? 'default';
-    const { pool } = await conn.call(StoragePoolLookupByName, { name: poolName }, io);
-    for (const volName of [overlayVolumeName(name), seedVolumeName(name)]) {
-      try {
-        const { vol } = await conn.call(StorageVolLookupByName, { pool, name: volName }, io);
-        await conn.call(StorageVolDelete, { vol, flags: 0 }, io);
-      } catch (err) {
-        if (!isNoVolume(err)) throw err;
-      }
-    }
+    const { pool } = await poolLookup;
+    await Promise.all(
+      [overlayVolumeName(name), seedVolumeName(name)].map(async (volName) => {
+        try {
+          const { vol } = await conn.call(StorageVolLookupByName, { pool, name: volName }, io);
+          await conn.call(StorageVolDelete, { vol, flags: 0 }, io);
+        } catch (err) {
+          if (!isNoVolume(err)) throw err;
+        }
+      }),
+    );
     if (dom !== null) await undefine(conn, dom, io);
   } catch (err) {
     throw asOperationError(err);
