@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import { parseInstanceId } from '../provider/ids.js';
 import { UsageError } from './errors.js';
+import { editDistance } from '../edit-distance.js';
 
 export interface OptionSpec {
   readonly type: 'string' | 'boolean';
@@ -64,20 +65,7 @@ function flagName(name: string): string {
 export function nearest(typed: string, known: readonly string[]): string | undefined {
   const bare = typed.replace(/^-+/, '');
   if (bare === '') return undefined;
-  return known.find((k) => k.startsWith(bare) || bare.startsWith(k) || distance(k, bare) <= 2);
-}
-
-function distance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      row.push(Math.min((prev[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + cost));
-    }
-    prev = row;
-  }
-  return prev[b.length] ?? 0;
+  return known.find((k) => k.startsWith(bare) || bare.startsWith(k) || editDistance(k, bare) <= 2);
 }
 
 /**

@@ -8,6 +8,7 @@ import YAML from 'yaml';
 import type { z } from 'zod';
 import { parseLibvirtUri, type LibvirtTarget } from '../../libvirt/uri.js';
 import { EMBEDDED_DEFAULT, configSchema, type Kvm2Config } from './schema.js';
+import { editDistance } from '../../edit-distance.js';
 
 export class ConfigError extends Error {
   readonly code = 'ERR_CONFIG';
@@ -62,19 +63,6 @@ function keysAt(schema: z.ZodType, segments: readonly PropertyKey[]): string[] {
     else return [];
   }
   return [];
-}
-
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      row.push(Math.min((prev[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + cost));
-    }
-    prev = row;
-  }
-  return prev[b.length] ?? 0;
 }
 
 function suggestion(key: string, known: readonly string[]): string {
