@@ -426,3 +426,41 @@ describe('SIGTERM with a job running', () => {
     await expectOnlyInstanceVolumes(name, image);
   }, 180_000);
 });
+
+describe('a lost instance lock', () => {
+  it('cancels the running job (retrying, transient); the retry waits for the key, then succeeds', async () => {
+    const image = await newStall('lock-lost');
+    await startWorker(writeConfig());
+    const name = instanceName('lost');
+    const job = await create(name, image.name);
+    await insideDownload(image, job.jobId);
+
+    // Another holder takes the key (as if ours had lapsed): the lease's next renewal (every
+    // lockTtl/3 = 1 s) finds a foreign token and cancels the job's work.
+    const lockKey = `${fleet.scope.prefix}:lock:instance:h1/${name}`;
+    expect(await connection.get(lockKey)).not.toBeNull();
+    await connection.set(lockKey, 'another-holder', 'PX', 4_000);
+    const stolenAt = Date.now();
+    await waitUntil(
+      async () => (await outcomes(job.jobId)).length > 0,
+      30_000,
+      `job ${job.jobId} to report the lost lock`,
+    );
+    show('lock taken → job cancelled (retrying result)', Date.now() - stolenAt);
+    const [first] = await outcomes(job.jobId);
+    expect(first).toMatchObject({
+      outcome: 'retrying',
+      errorKind: 'transient',
+      errorCode: 'ERR_LOCK_LOST',
+      attempt: 1,
+    });
+    expect(first?.message).toMatch(/lock on instance:h1\/.* lost/);
+    image.release();
+
+    // The retry finds the key busy until the other holder's TTL lapses, then does the work.
+    const result = await client.waitFor(job.jobId, { timeoutMs: 120_000 });
+    expect(result).toMatchObject({ outcome: 'succeeded', attempt: 2 });
+    expect(Date.now() - stolenAt).toBeGreaterThanOrEqual(4_000);
+    await expectOnlyInstanceVolumes(name, image);
+  }, 180_000);
+});

@@ -69,6 +69,9 @@ async function underInstanceLock(
     step = await fn(env.provider.withLocks(new JobLocks(env.locks, [lease])), linked.signal);
   } catch (err) {
     void lease.release();
+    // The work failed because the lock was lost (its signal cancelled a download, a call):
+    // say that, not what the cancelled step happened to report.
+    if (lease.signal.aborted) throw lease.signal.reason;
     throw err;
   } finally {
     linked.dispose();
