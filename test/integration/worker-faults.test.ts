@@ -464,3 +464,38 @@ describe('a lost instance lock', () => {
     await expectOnlyInstanceVolumes(name, image);
   }, 180_000);
 });
+
+describe('a job whose workers keep dying', () => {
+  it('fails once BullMQ gives up on it (4 stalls), with a failed result on the stream', async () => {
+    const image = await newStall('stall-out');
+    const configPath = writeConfig();
+    const name = instanceName('stallout');
+    const job = await create(name, image.name);
+    const path = `/${image.name}.qcow2`;
+    // Kill each worker inside the download (every GET stalls until release, never given):
+    // BullMQ allows 3 stalls (workers/worker.ts MAX_STALLED); the 4th fails the job.
+    for (let kill = 1; kill <= 4; kill++) {
+      const w = await startWorker(configPath);
+      await waitUntil(
+        () => Promise.resolve(fleet.images.stats(path).gets >= kill),
+        60_000,
+        `download ${kill} of job ${job.jobId} to start`,
+      );
+      await sleep(200); // inside the stalled body
+      w.kill('SIGKILL');
+      await w.exited;
+    }
+    const last = await startWorker(configPath);
+    const result = await client.waitFor(job.jobId, { timeoutMs: 90_000 });
+    expect(result).toMatchObject({
+      outcome: 'failed',
+      errorKind: 'transient',
+      errorCode: 'ERR_JOB_STALLED',
+      instanceId: `h1/${name}`,
+    });
+    expect(await queue.getJobState(job.jobId)).toBe('failed');
+    expect((await outcomes(job.jobId)).map((r) => r.outcome)).toEqual(['failed']);
+    expect(last.stderr()).not.toContain(USER_DATA);
+    image.release();
+  }, 240_000);
+});
