@@ -6,15 +6,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { context } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import {
-  BasicTracerProvider,
-  InMemorySpanExporter,
-  SimpleSpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoragePoolGetInfo } from '../../src/libvirt/protocol.gen.js';
 import { DEFAULT_SOCKET } from '../../src/libvirt/uri.js';
@@ -23,23 +16,11 @@ import { parseConfig } from '../../src/provider/config/load.js';
 import { createContext, type ProviderContext } from '../../src/provider/context.js';
 import { freePort, startSshd, type Sshd } from '../harness/sshd.js';
 import { uniqueName, virsh } from '../harness/virsh.js';
+import { memoryLogger, memoryTracing } from '../harness/telemetry.js';
 
-const exporter = new InMemorySpanExporter();
-const tracerProvider = new BasicTracerProvider({
-  spanProcessors: [new SimpleSpanProcessor(exporter)],
-});
-const tracer = tracerProvider.getTracer('check-test');
+const { exporter, tracerProvider, tracer } = memoryTracing('check-test');
 const contextManager = new AsyncLocalStorageContextManager();
-const logLines: Record<string, unknown>[] = [];
-const logger = pino(
-  { level: 'info' },
-  new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      logLines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-      callback();
-    },
-  }),
-);
+const { logger, lines: logLines } = memoryLogger('info');
 
 let sshd: Sshd;
 let tmp: string;

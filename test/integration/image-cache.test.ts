@@ -10,11 +10,6 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { context } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import {
-  BasicTracerProvider,
-  InMemorySpanExporter,
-  SimpleSpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/provider/config/load.js';
 import type { ImageConfig } from '../../src/provider/config/schema.js';
@@ -29,6 +24,7 @@ import { buildVolumeXml } from '../../src/provider/xml/volume.js';
 import { startImageServer, type ImageRoute, type ImageServer } from '../harness/image-server.js';
 import { startSshd, type Sshd } from '../harness/sshd.js';
 import { uniqueName, virsh } from '../harness/virsh.js';
+import { memoryTracing } from '../harness/telemetry.js';
 
 const execFileAsync = promisify(execFile);
 const MiB = 1024 * 1024;
@@ -37,11 +33,7 @@ const POOL = 'default';
 const run = uniqueName('kvm2-imgtest');
 const SECRET = 's3cret-token';
 
-const exporter = new InMemorySpanExporter();
-const tracerProvider = new BasicTracerProvider({
-  spanProcessors: [new SimpleSpanProcessor(exporter)],
-});
-const tracer = tracerProvider.getTracer('image-cache-test');
+const { exporter, tracerProvider, tracer } = memoryTracing('image-cache-test');
 
 let sshd: Sshd | undefined;
 let server: ImageServer | undefined;

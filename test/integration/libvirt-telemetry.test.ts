@@ -1,33 +1,16 @@
 // Every RPC is one span `kvm2.<Procedure>` under the caller's span, and one debug log line
 // `libvirt call` with host, procedure, duration and outcome.
-import { Writable } from 'node:stream';
 import { context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import {
-  BasicTracerProvider,
-  InMemorySpanExporter,
-  SimpleSpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
-import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { LibvirtConnection } from '../../src/libvirt/connection.js';
 import { ConnectGetLibVersion, DomainLookupByName } from '../../src/libvirt/protocol.gen.js';
 import { parseLibvirtUri } from '../../src/libvirt/uri.js';
+import { memoryLogger, memoryTracing } from '../harness/telemetry.js';
 
-const exporter = new InMemorySpanExporter();
-const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
-const tracer = provider.getTracer('test');
+const { exporter, tracerProvider: provider, tracer } = memoryTracing('test');
 const contextManager = new AsyncLocalStorageContextManager();
-const lines: Array<Record<string, unknown>> = [];
-const logger = pino(
-  { level: 'debug' },
-  new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-      cb();
-    },
-  }),
-);
+const { logger, lines } = memoryLogger('debug');
 
 beforeAll(() => {
   context.setGlobalContextManager(contextManager.enable());

@@ -5,15 +5,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { Writable } from 'node:stream';
 import { context } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import {
-  BasicTracerProvider,
-  InMemorySpanExporter,
-  SimpleSpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/provider/config/load.js';
 import { newUid } from '../../src/provider/ids.js';
@@ -29,6 +22,7 @@ import {
 import { startSshd, type Sshd } from '../harness/sshd.js';
 import { uniqueName, virsh, virshFails } from '../harness/virsh.js';
 import { testHost } from '../harness/test-host.js';
+import { memoryLogger, memoryTracing } from '../harness/telemetry.js';
 
 const run = promisify(execFile);
 const SENTINEL = 'kvm2-secret-sentinel-7f3a9c';
@@ -38,20 +32,8 @@ let images: ImageServer;
 let net: TestNetwork;
 let dir: string;
 let provider: Provider;
-const exporter = new InMemorySpanExporter();
-const tracerProvider = new BasicTracerProvider({
-  spanProcessors: [new SimpleSpanProcessor(exporter)],
-});
-const logLines: string[] = [];
-const logger = pino(
-  { level: 'debug' },
-  new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      logLines.push(chunk.toString());
-      cb();
-    },
-  }),
-);
+const { exporter, tracerProvider } = memoryTracing('test');
+const { logger, lines: logLines } = memoryLogger('debug');
 const names: string[] = [];
 const imageTag = uniqueName('img').replace(/[^a-z0-9-]/g, '');
 
@@ -230,7 +212,7 @@ describe('create, get, delete', () => {
 
   it('a host no longer configured: delete succeeds with a warning', async () => {
     await provider.delete('gone-host/some-vm');
-    expect(logLines.some((l) => l.includes('host is not configured'))).toBe(true);
+    expect(logLines.some((l) => JSON.stringify(l).includes('host is not configured'))).toBe(true);
   });
 });
 
@@ -384,7 +366,7 @@ describe('telemetry and secrets', () => {
     }
     const everything =
       JSON.stringify(spans.map((s) => [s.name, s.attributes, s.events, s.status])) +
-      logLines.join('');
+      JSON.stringify(logLines);
     expect(everything).not.toContain(SENTINEL);
   }, 90_000);
 });

@@ -7,13 +7,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Writable } from 'node:stream';
-import {
-  BasicTracerProvider,
-  InMemorySpanExporter,
-  SimpleSpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/provider/config/load.js';
 import { ProviderError } from '../../src/provider/errors.js';
@@ -23,6 +16,7 @@ import { poolVolumes } from '../harness/libvirt-objects.js';
 import { freePort, startSshd, type Sshd } from '../harness/sshd.js';
 import { testHost } from '../harness/test-host.js';
 import { uniqueName, virsh } from '../harness/virsh.js';
+import { memoryLogger, memoryTracing } from '../harness/telemetry.js';
 
 /** The instance locks, with two faults: keys that are busy (as a worker's locks throw), and a
  *  hook that sees each request before it waits. */
@@ -52,20 +46,8 @@ let dir: string;
 let provider: Provider;
 const locks = new TestLocks();
 const domains: string[] = [];
-const exporter = new InMemorySpanExporter();
-const tracerProvider = new BasicTracerProvider({
-  spanProcessors: [new SimpleSpanProcessor(exporter)],
-});
-const logLines: Record<string, unknown>[] = [];
-const logger = pino(
-  { level: 'info' },
-  new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      logLines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-      cb();
-    },
-  }),
-);
+const { exporter, tracerProvider } = memoryTracing('test');
+const { logger, lines: logLines } = memoryLogger('info');
 
 // beforeAll's volumes: made old, then (after a pause) young.
 const orphan = `${u}-o`;

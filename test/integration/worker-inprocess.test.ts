@@ -2,17 +2,10 @@
 // continuity from producer to worker (in-memory exporter), GC over real instances, the health
 // job schedulers (one per host however often the worker restarts) and the health hash, the
 // /healthz /readyz /metrics endpoints, and the eviction-policy warning.
-import { Writable } from 'node:stream';
 import { context, propagation, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import {
-  BasicTracerProvider,
-  InMemorySpanExporter,
-  SimpleSpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
 import { Queue } from 'bullmq';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readHealth } from '../../queues/health.js';
 import { HEALTH_QUEUE } from '../../queues/names.js';
@@ -23,24 +16,11 @@ import { startQueueFleet, type QueueFleet } from '../harness/queue-fleet.js';
 import { resultsOfJob } from '../harness/results.js';
 import { testHost } from '../harness/test-host.js';
 import { virsh } from '../harness/virsh.js';
+import { memoryLogger, memoryTracing } from '../harness/telemetry.js';
 
-const exporter = new InMemorySpanExporter();
-const tracerProvider = new BasicTracerProvider({
-  spanProcessors: [new SimpleSpanProcessor(exporter)],
-});
+const { exporter, tracerProvider } = memoryTracing('kvm2');
 const contextManager = new AsyncLocalStorageContextManager();
-const logLines: Record<string, unknown>[] = [];
-const logger = pino(
-  { level: 'debug' },
-  new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString('utf8').split('\n')) {
-        if (line.trim() !== '') logLines.push(JSON.parse(line) as Record<string, unknown>);
-      }
-      done();
-    },
-  }),
-);
+const { logger, lines: logLines } = memoryLogger('debug');
 
 let fleet: QueueFleet;
 let runtime: WorkerRuntime | undefined;
