@@ -10,7 +10,7 @@ import type { CreateRequest } from '../src/provider/request.js';
 import type { Kvm2Config } from '../src/provider/config/schema.js';
 import { commitGeneration, requestDigest, reserveCreate } from './generations.js';
 import { readHealth } from './health.js';
-import { enqueueDelete } from './enqueue.js';
+import { deleteData, enqueueDelete } from './enqueue.js';
 import { DEFAULT_JOB_OPTIONS } from './job-options.js';
 import { DEFAULT_PREFIX, GC_QUEUE, hostQueueName } from './names.js';
 import { placeInZone, type ZoneConfig } from './placement.js';
@@ -174,16 +174,10 @@ export class Kvm2Client {
     this.#checkOpen();
     const traceContext = currentTraceContext();
     // Validated (and refused, naming the field) before any connection is made.
-    validateJob('delete', { id, generation: 1 });
+    const data = deleteData(id, traceContext);
     const redis = await this.#connection();
     try {
-      const queued = await enqueueDelete(
-        redis,
-        this.prefix,
-        (name) => this.#queue(name),
-        id,
-        traceContext,
-      );
+      const queued = await enqueueDelete(redis, this.prefix, (name) => this.#queue(name), data);
       this.#remember(queued.jobId, queued.resultsFrom);
       return { jobId: queued.jobId, generation: queued.generation };
     } catch (err) {

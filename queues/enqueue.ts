@@ -8,7 +8,7 @@ import { parseInstanceId } from '../src/provider/ids.js';
 import { DEFAULT_JOB_OPTIONS } from './job-options.js';
 import { allocateGeneration, commitGeneration } from './generations.js';
 import { hostQueueName } from './names.js';
-import { validateJob, type TraceContext } from './registry.js';
+import { validateJob, type JobData, type TraceContext } from './registry.js';
 
 export interface EnqueuedDelete {
   readonly jobId: string;
@@ -18,21 +18,24 @@ export interface EnqueuedDelete {
 }
 
 /**
- * Enqueues a delete of `id` on its host's queue. `queueFor` gives the (cached) queue of a name.
- * Throws a permanent QueueError for a malformed id, before anything reaches Redis.
+ * A delete's data, validated (a permanent QueueError naming the field otherwise), before
+ * anything reaches Redis. Its generation is a placeholder that enqueueDelete replaces.
  */
+export function deleteData(id: string, traceContext?: TraceContext): JobData<'delete'> {
+  return validateJob('delete', {
+    id,
+    generation: 1,
+    ...(traceContext === undefined ? {} : { traceContext }),
+  });
+}
+
+/** Enqueues a delete (deleteData's) on its host's queue; `queueFor` gives a queue by name. */
 export async function enqueueDelete(
   redis: Redis,
   prefix: string,
   queueFor: (name: string) => Queue,
-  id: string,
-  traceContext?: TraceContext,
+  data: JobData<'delete'>,
 ): Promise<EnqueuedDelete> {
-  const data = validateJob('delete', {
-    id,
-    generation: 1, // a placeholder that passes validation; the real one replaces it
-    ...(traceContext === undefined ? {} : { traceContext }),
-  });
   const { host } = parseInstanceId(data.id);
   const { generation, resultsFrom } = await allocateGeneration(redis, prefix, data.id);
   const jobId = randomUUID();

@@ -62,15 +62,25 @@ redis.call('EXPIRE', KEYS[1], ARGV[1])
 return { tostring(gen), lastId }
 `);
 
+/**
+ * Lua, step 3's body: `latest` = max(the instance's latest generation, this one), stored with
+ * its TTL, and the create's reservation marked enqueued. Wants the locals `latestKey`, `gen`
+ * (a number), `ttl` and `reservation` (nil for a delete). The worker's begin script
+ * (workers/begin.ts) runs the same body before it compares and locks.
+ */
+export const COMMIT_LUA = `
+local latest = tonumber(redis.call('GET', latestKey) or '0')
+if gen > latest then latest = gen end
+redis.call('SET', latestKey, tostring(latest), 'EX', ttl)
+if reservation and redis.call('EXISTS', reservation) == 1 then
+  redis.call('HSET', reservation, 'enqueued', '1')
+end
+`;
+
 // KEYS: latestGenerationKey [, createKey]. ARGV: generation, gen TTL. Returns the latest.
 const COMMIT = new LuaScript(`
-local latest = tonumber(redis.call('GET', KEYS[1]) or '0')
-local gen = tonumber(ARGV[1])
-if gen > latest then latest = gen end
-redis.call('SET', KEYS[1], tostring(latest), 'EX', ARGV[2])
-if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 1 then
-  redis.call('HSET', KEYS[2], 'enqueued', '1')
-end
+local latestKey, gen, ttl, reservation = KEYS[1], tonumber(ARGV[1]), ARGV[2], KEYS[2]
+${COMMIT_LUA}
 return tostring(latest)
 `);
 

@@ -6,7 +6,7 @@ import type { JobName } from './registry.js';
 const HOUR_S = 3600;
 
 /** Finished jobs are kept for a bounded age and count: Redis must not grow without end. */
-const RETENTION = {
+export const RETENTION = {
   removeOnComplete: { age: 24 * HOUR_S, count: 10_000 },
   removeOnFail: { age: 7 * 24 * HOUR_S, count: 50_000 },
 } as const satisfies JobsOptions;

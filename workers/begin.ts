@@ -4,7 +4,7 @@
 // comparison and RedisLocks.tryAcquire; done together they cost one round trip instead of three
 // on the busiest path of a worker (bench/queue).
 import type { Redis } from 'ioredis';
-import { GENERATION_TTL_S } from '../queues/generations.js';
+import { COMMIT_LUA, GENERATION_TTL_S } from '../queues/generations.js';
 import { createKey, latestGenerationKey } from '../queues/names.js';
 import { LuaScript } from '../queues/script.js';
 import type { Lease, RedisLocks } from './locks.js';
@@ -13,13 +13,10 @@ import type { Lease, RedisLocks } from './locks.js';
 // there is none). ARGV: generation, generation TTL s, lock token, lock TTL ms, has reservation.
 // Returns { latest, state } with state 'superseded', 'locked' or 'busy'.
 const BEGIN = new LuaScript(`
-local latest = tonumber(redis.call('GET', KEYS[1]) or '0')
-local gen = tonumber(ARGV[1])
-if gen > latest then latest = gen end
-redis.call('SET', KEYS[1], tostring(latest), 'EX', ARGV[2])
-if ARGV[5] == '1' and redis.call('EXISTS', KEYS[3]) == 1 then
-  redis.call('HSET', KEYS[3], 'enqueued', '1')
-end
+local latestKey, gen, ttl = KEYS[1], tonumber(ARGV[1]), ARGV[2]
+local reservation = nil
+if ARGV[5] == '1' then reservation = KEYS[3] end
+${COMMIT_LUA}
 if latest > gen then return { tostring(latest), 'superseded' } end
 if redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4], 'NX') then
   return { tostring(latest), 'locked' }

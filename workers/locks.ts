@@ -2,7 +2,7 @@
 // `<prefix>:lock:<key>` holding the holder's random token for a TTL it renews while it runs.
 // The worker calls tryAcquire and delays a job whose key is busy; the provider takes its locks
 // through withLock (KeyedLocks), which waits by polling with jittered backoff. See docs/locks.md.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { KeyedLocks } from '../src/provider/locks.js';
 import { linkSignals, sleep } from './locks/abort.js';
@@ -72,7 +72,7 @@ export class RedisLocks implements KeyedLocks {
     signal?.throwIfAborted();
     const ttlMs = options?.ttlMs === undefined ? this.ttlMs : checkTtl(options.ttlMs);
     const redisKey = this.lockKey(key);
-    const token = randomBytes(16).toString('base64url');
+    const token = this.newToken();
     const sentAt = performance.now();
     const ok = await this.client.set(redisKey, token, 'PX', ttlMs, 'NX');
     if (ok !== 'OK') {

@@ -7,6 +7,7 @@ import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { pruneHealth } from '../queues/health.js';
+import { RETENTION } from '../queues/job-options.js';
 import { GC_QUEUE, HEALTH_QUEUE, hostQueueName } from '../queues/names.js';
 import { createWorkerConnection, redisEndpoint } from '../queues/redis.js';
 import type { JobName } from '../queues/registry.js';
@@ -18,12 +19,6 @@ import { RedisLocks } from './locks.js';
 import { WorkerMetrics } from './metrics.js';
 import { instanceOf, makeProcessor } from './runner.js';
 
-const HOUR_S = 3600;
-/** For jobs that come without retention of their own (a scheduler's, one added by hand). */
-const WORKER_RETENTION = {
-  removeOnComplete: { age: 24 * HOUR_S, count: 10_000 },
-  removeOnFail: { age: 7 * 24 * HOUR_S, count: 50_000 },
-};
 const HEALTH_SCHEDULER_PREFIX = 'health:';
 /** gc and health jobs at once per process: they are light, and mostly wait on hosts. */
 const FLEET_CONCURRENCY = 4;
@@ -130,7 +125,8 @@ export async function startWorker(
       stalledInterval: config.worker.stalledAfter,
       // One dead worker (a deploy, an OOM kill) must not use up a job: it runs again.
       maxStalledCount: MAX_STALLED,
-      ...WORKER_RETENTION,
+      // For jobs that come without retention of their own (a scheduler's, one added by hand).
+      ...RETENTION,
     });
     worker.on('error', (err) => {
       logger.warn({ queue: name, err: err.message }, 'worker error');

@@ -1,5 +1,5 @@
 // The fleet-wide jobs: `gc` (queue gc) and `health` (queue health), SPEC §8.
-import { enqueueDelete } from '../../queues/enqueue.js';
+import { deleteData, enqueueDelete } from '../../queues/enqueue.js';
 import { writeHealth } from '../../queues/health.js';
 import type { JobData } from '../../queues/registry.js';
 import { currentTraceContext } from '../../queues/client.js';
@@ -43,7 +43,7 @@ export async function processGc(
   const traceContext = currentTraceContext();
   for (const instance of victims) {
     signal.throwIfAborted();
-    await enqueueDelete(env.redis, env.prefix, env.queueFor, instance.id, traceContext);
+    await enqueueDelete(env.redis, env.prefix, env.queueFor, deleteData(instance.id, traceContext));
   }
   env.logger.info(
     {
