@@ -56,36 +56,32 @@ export function makeProcessor(env: JobEnv, queue: string): Processor<unknown, Jo
     // before the processor returns: its end is taken there.
     const run: RunTimes = { endedAt: undefined };
     const op = job.name;
-    const parent = producerContext(job.data);
+    const instance = instanceOf(job.data);
     const attributes = {
       'kvm2.queue': queue,
       'kvm2.job.id': job.id ?? '',
       'kvm2.job.name': op,
       'kvm2.attempt': job.attemptsMade + 1,
-      ...(instanceOf(job.data) === undefined ? {} : { 'kvm2.instance': instanceOf(job.data) }),
+      ...(instance === undefined ? {} : { 'kvm2.instance': instance }),
     };
     env.metrics.active(queue, 1);
     return env.tracer
-      .startActiveSpan(`kvm2.job.${op}`, { kind: SpanKind.CONSUMER, attributes }, parent, (span) =>
-        runJob(env, queue, job, token, signal ?? new AbortController().signal, span, run).finally(
-          () => span.end(),
-        ),
+      .startActiveSpan(
+        `kvm2.job.${op}`,
+        { kind: SpanKind.CONSUMER, attributes },
+        producerContext(job.data),
+        (span) =>
+          runJob(env, queue, job, token, signal ?? new AbortController().signal, span, run).finally(
+            () => span.end(),
+          ),
       )
       .finally(() => {
         env.metrics.active(queue, -1);
         // One line per run (delayed re-queues included), with its wall-clock span: what the
-        // concurrency tests read back from every process's log.
-        env.logger.debug(
-          {
-            queue,
-            job: job.id,
-            op,
-            instance: instanceOf(job.data),
-            startedAt,
-            endedAt: run.endedAt ?? Date.now(),
-          },
-          'job run',
-        );
+        // concurrency tests read back from every process's log. Built only when it is written.
+        if (!env.logger.isLevelEnabled('debug')) return;
+        const endedAt = run.endedAt ?? Date.now();
+        env.logger.debug({ queue, job: job.id, op, instance, startedAt, endedAt }, 'job run');
       });
   };
 }

@@ -49,6 +49,8 @@ function arg(name: string, dflt: number): number {
 }
 const JOBS = arg('jobs', 2000);
 const ROUNDS = arg('rounds', 3);
+/** Jobs of an untimed round per side before the timed ones: every side's code paths compiled. */
+const WARMUP = arg('warmup', 500);
 const CONCURRENCY = arg('concurrency', 16);
 const onlyAt = process.argv.indexOf('--only');
 /** One side alone (for profiling): kvm2, bare or libvirt. */
@@ -189,10 +191,11 @@ async function drained(queue: Queue, count: number): Promise<void> {
 }
 
 /**
- * Enqueues JOBS at once with `enqueue(i)` (resolving with the job id), waits until `observer`
+ * Enqueues `jobs` at once with `enqueue(i)` (resolving with the job id), waits until `observer`
  * has them all completed (plus `warmed` from before), and reads each job's finishedOn back.
  */
 async function measure(
+  jobs: number,
   observer: Queue,
   warmed: number,
   enqueue: (i: number) => Promise<string>,
@@ -206,40 +209,40 @@ async function measure(
   const cpu0 = process.cpuUsage();
   const t0 = Date.now();
   await Promise.all(
-    Array.from({ length: JOBS }, async (_, i) => {
+    Array.from({ length: jobs }, async (_, i) => {
       const started = Date.now();
       starts.set(await enqueue(i), started);
     }),
   );
-  await drained(observer, warmed + JOBS);
+  await drained(observer, warmed + jobs);
   const cpu = process.cpuUsage(cpu0);
   const writes = ownWrites() - writes0;
   const sentCmds = sent - sent0;
   const ticks1 = sampleTicks(others);
 
-  const jobs = (await observer.getJobs(['completed'], 0, -1)).filter((j) => starts.has(j.id ?? ''));
-  if (jobs.length !== JOBS) throw new Error(`${jobs.length} of ${JOBS} jobs found completed`);
+  const done = (await observer.getJobs(['completed'], 0, -1)).filter((j) => starts.has(j.id ?? ''));
+  if (done.length !== jobs) throw new Error(`${done.length} of ${jobs} jobs found completed`);
   const latencies: number[] = [];
   let last = 0;
-  for (const job of jobs) {
+  for (const job of done) {
     check(job);
     const finished = job.finishedOn ?? NaN;
     latencies.push(finished - (starts.get(job.id ?? '') ?? NaN));
     last = Math.max(last, finished);
   }
   const wallMs = last - t0;
-  const cpuUs: Record<string, number> = { node: (cpu.user + cpu.system) / JOBS };
+  const cpuUs: Record<string, number> = { node: (cpu.user + cpu.system) / jobs };
   for (const k of Object.keys(others)) {
-    cpuUs[k] = (((ticks1[k] ?? 0) - (ticks0[k] ?? 0)) * TICK_US) / JOBS;
+    cpuUs[k] = (((ticks1[k] ?? 0) - (ticks0[k] ?? 0)) * TICK_US) / jobs;
   }
   return {
-    throughput: (JOBS / wallMs) * 1000,
+    throughput: (jobs / wallMs) * 1000,
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
     wallMs,
     cpuUs,
-    sentPerJob: sentCmds / JOBS,
-    writesPerJob: writes / JOBS,
+    sentPerJob: sentCmds / jobs,
+    writesPerJob: writes / jobs,
   };
 }
 
@@ -258,7 +261,7 @@ function testDriverHost(sshd: Sshd): Record<string, unknown> {
   };
 }
 
-async function kvm2Round(sshd: Sshd): Promise<Round> {
+async function kvm2Round(jobs: number, sshd: Sshd): Promise<Round> {
   const scope = await redisScope('bq-kvm2');
   const config = parseConfig({
     redis: { url: REDIS_URL, prefix: scope.prefix },
@@ -276,6 +279,7 @@ async function kvm2Round(sshd: Sshd): Promise<Round> {
     const warm = await client.delete('h1/bq-warm');
     await client.waitFor(warm.jobId, { timeoutMs: 30_000 });
     return await measure(
+      jobs,
       observer,
       1,
       async (i) => (await client.delete(`h1/bq-${i}`)).jobId,
@@ -297,7 +301,7 @@ async function kvm2Round(sshd: Sshd): Promise<Round> {
 }
 
 /** Bare BullMQ; with `sshd`, each job makes kvm2's libvirt calls for its instance. */
-async function bareRound(sshd?: Sshd): Promise<Round> {
+async function bareRound(jobs: number, sshd?: Sshd): Promise<Round> {
   const scope = await redisScope(sshd === undefined ? 'bq-bare' : 'bq-libvirt');
   const provider =
     sshd === undefined ? undefined : new Provider(parseConfig({ hosts: [testDriverHost(sshd)] }));
@@ -320,6 +324,7 @@ async function bareRound(sshd?: Sshd): Promise<Round> {
     await queue.add('delete', { id: 'h1/bq-warm' }, RETENTION);
     await drained(observer, 1);
     return await measure(
+      jobs,
       observer,
       1,
       async (i) => (await queue.add('delete', { id: `h1/bq-${i}` }, RETENTION)).id ?? '',
@@ -394,20 +399,21 @@ async function main(): Promise<void> {
       `${os.cpus().length} cores, load ${load()}; redis ${version}; ` +
       `libvirt test driver over ssh to 127.0.0.1:${sshd.port}`,
   );
-  const runs: Record<SideKey, () => Promise<Round>> = {
-    bare: () => bareRound(),
-    libvirt: () => bareRound(sshd),
-    kvm2: () => kvm2Round(sshd),
+  const runs: Record<SideKey, (jobs: number) => Promise<Round>> = {
+    bare: (jobs) => bareRound(jobs),
+    libvirt: (jobs) => bareRound(jobs, sshd),
+    kvm2: (jobs) => kvm2Round(jobs, sshd),
   };
   const results: Record<SideKey, Round[]> = { bare: [], libvirt: [], kvm2: [] };
   const sides = SIDES.filter((s) => ONLY === undefined || s.key === ONLY);
   try {
+    for (const side of sides) await runs[side.key](WARMUP);
     for (let i = 0; i < ROUNDS; i++) {
       // Rotate the order, so no side always runs first (or right after the same one).
       const order = sides.map((_, k) => sides[(k + i) % sides.length]);
       for (const side of order) {
         if (side === undefined) continue;
-        const r = await runs[side.key]();
+        const r = await runs[side.key](JOBS);
         results[side.key].push(r);
         console.log(`round ${i + 1}  ${show(side.label, r)}`);
       }

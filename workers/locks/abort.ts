@@ -26,13 +26,40 @@ export interface LinkedSignal {
   dispose(): void;
 }
 
+// The sources each linked signal fires for: linking a linked signal with one of its own sources
+// again (a job's run signal and the lease it already follows) adds nothing, and is skipped.
+const sourcesOf = new WeakMap<AbortSignal, readonly AbortSignal[]>();
+
+function covers(signal: AbortSignal, source: AbortSignal): boolean {
+  if (signal === source) return true;
+  return sourcesOf.get(signal)?.some((s) => covers(s, source)) ?? false;
+}
+
+const NOTHING = (): void => undefined;
+
 /**
  * A signal that fires with the first source's reason. Not AbortSignal.any: its listeners live
- * as long as the sources do, and a lease's signal outlives many jobs' callers (STYLE 5).
+ * as long as the sources do, and a lease's signal outlives many jobs' callers (STYLE 5). On a
+ * job's hot path: one source (or one that covers the others) is returned as it is, with no
+ * controller or listener of its own.
  */
 export function linkSignals(sources: readonly (AbortSignal | undefined)[]): LinkedSignal {
+  const live: AbortSignal[] = [];
+  for (const s of sources) {
+    if (s === undefined || live.some((l) => covers(l, s))) continue;
+    for (let i = live.length - 1; i >= 0; i--) {
+      if (covers(s, live[i] as AbortSignal)) live.splice(i, 1);
+    }
+    live.push(s);
+  }
+  const [only] = live;
+  if (only !== undefined && live.length === 1) return { signal: only, dispose: NOTHING };
   const controller = new AbortController();
-  const live = sources.filter((s): s is AbortSignal => s !== undefined);
+  const fired = live.find((s) => s.aborted);
+  if (fired !== undefined) {
+    controller.abort(fired.reason);
+    return { signal: controller.signal, dispose: NOTHING };
+  }
   const dispose = (): void => {
     for (const s of live) s.removeEventListener('abort', onAbort);
   };
@@ -40,11 +67,7 @@ export function linkSignals(sources: readonly (AbortSignal | undefined)[]): Link
     dispose();
     controller.abort(this.reason);
   }
-  const fired = live.find((s) => s.aborted);
-  if (fired !== undefined) {
-    controller.abort(fired.reason);
-    return { signal: controller.signal, dispose: () => undefined };
-  }
   for (const s of live) s.addEventListener('abort', onAbort, { once: true });
+  sourcesOf.set(controller.signal, live);
   return { signal: controller.signal, dispose };
 }
