@@ -45,23 +45,25 @@ export interface ResultEntry extends JobResult {
 }
 
 function fieldsOf(result: JobResult): string[] {
-  const fields: [string, string | number | undefined][] = [
-    ['jobId', result.jobId],
-    ['op', result.op],
-    ['outcome', result.outcome],
-    ['attempt', result.attempt],
-    ['timestamp', result.timestamp],
-    ['instanceId', result.instanceId],
-    ['generation', result.generation],
-    ['errorKind', result.errorKind],
-    ['errorCode', result.errorCode],
-    ['message', result.message?.slice(0, MESSAGE_MAX)],
-    ['state', result.state],
-    ['address', result.address],
-    ['traceparent', result.traceContext?.traceparent],
-    ['tracestate', result.traceContext?.tracestate],
-  ];
-  return fields.flatMap(([k, v]) => (v === undefined ? [] : [k, String(v)]));
+  const fields: string[] = [];
+  const put = (name: string, value: string | number | undefined): void => {
+    if (value !== undefined) fields.push(name, String(value));
+  };
+  put('jobId', result.jobId);
+  put('op', result.op);
+  put('outcome', result.outcome);
+  put('attempt', result.attempt);
+  put('timestamp', result.timestamp);
+  put('instanceId', result.instanceId);
+  put('generation', result.generation);
+  put('errorKind', result.errorKind);
+  put('errorCode', result.errorCode);
+  put('message', result.message?.slice(0, MESSAGE_MAX));
+  put('state', result.state);
+  put('address', result.address);
+  put('traceparent', result.traceContext?.traceparent);
+  put('tracestate', result.traceContext?.tracestate);
+  return fields;
 }
 
 // KEYS: results stream, lock key. ARGV: lock token, max length, then the entry's fields.

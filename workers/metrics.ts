@@ -15,7 +15,9 @@ function labelText(labels: Labels): string {
 
 /** Each series is always given its labels in one order, so their values name the entry. */
 function keyOf(labels: Labels): string {
-  return Object.values(labels).join('\u0000');
+  let key = '';
+  for (const k in labels) key += `${labels[k] ?? ''}\u0000`;
+  return key;
 }
 
 class Series<V> {
@@ -60,9 +62,9 @@ export class WorkerMetrics {
     const h = this.#durations.at({ op }).value;
     h.sum += seconds;
     h.count += 1;
-    DURATION_BUCKETS_S.forEach((le, i) => {
-      if (seconds <= le) h.buckets[i] = (h.buckets[i] ?? 0) + 1;
-    });
+    for (let i = 0; i < DURATION_BUCKETS_S.length; i++) {
+      if (seconds <= (DURATION_BUCKETS_S[i] ?? 0)) h.buckets[i] = (h.buckets[i] ?? 0) + 1;
+    }
   }
 
   /** A job re-queued without spending an attempt (busy key, address wait, shutdown release). */
