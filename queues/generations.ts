@@ -8,7 +8,8 @@
 //   <prefix>:gen-latest:<id>  the highest generation known to have a job: what "superseded"
 //                             compares against
 // and one per create:
-//   <prefix>:create:<uid>     hash { jobId, generation, digest, enqueued } for 7 days
+//   <prefix>:create:<uid>     hash { jobId, generation, digest, enqueued, instanceId,
+//                             resultsFrom } for 7 days
 //
 // The order, and what a crash at each point leaves (docs/results.md, "Generations"):
 //   1. reserve (one Lua script): a create whose uid is reserved gets the reserved job id and
@@ -33,32 +34,50 @@ export const CREATE_RESERVATION_TTL_S = 7 * 24 * 3600;
 /** Longer than any job lives (attempts × backoff, retention): a counter never restarts under one. */
 export const GENERATION_TTL_S = 30 * 24 * 3600;
 
-// KEYS: createKey, generationKey, resultsKey. ARGV: jobId, digest, reservation TTL, gen TTL,
-// instance id. Returns { jobId, generation, digest, enqueued, fresh, last results id,
-// instance id }.
+// Allocates the next generation of the instance in KEYS[counter]: never at or below the latest
+// committed one, even when the counter lapsed before gen-latest (whose TTL every job run
+// refreshes): a new request must never come out older than an earlier one.
+// Wants `counterKey`, `latestKey` and `genTtl`; sets `gen`.
+const NEXT_GENERATION_LUA = `
+local gen = redis.call('INCR', counterKey)
+local latestNow = tonumber(redis.call('GET', latestKey) or '0')
+if gen <= latestNow then
+  gen = latestNow + 1
+  redis.call('SET', counterKey, gen)
+end
+redis.call('EXPIRE', counterKey, genTtl)
+`;
+
+// KEYS: createKey, generationKey, resultsKey, latestGenerationKey. ARGV: jobId, digest,
+// reservation TTL, gen TTL, instance id. Returns { jobId, generation, digest, enqueued, fresh,
+// results id to read from, instance id }. The results id is the stream's last id when the uid was
+// first reserved, kept in the reservation: a repeat's waitFor then still sees a result that
+// came meanwhile.
 const RESERVE_CREATE = new LuaScript(`
+local r = redis.call('HMGET', KEYS[1], 'jobId', 'generation', 'digest', 'enqueued', 'instanceId',
+  'resultsFrom')
+if r[1] then
+  return { r[1], r[2], r[3] or '', r[4] or '0', '0', r[6] or '0-0', r[5] or ARGV[5] }
+end
 local last = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)
 local lastId = '0-0'
 if #last > 0 then lastId = last[1][1] end
-local r = redis.call('HMGET', KEYS[1], 'jobId', 'generation', 'digest', 'enqueued', 'instanceId')
-if r[1] then
-  return { r[1], r[2], r[3] or '', r[4] or '0', '0', lastId, r[5] or ARGV[5] }
-end
-local gen = redis.call('INCR', KEYS[2])
-redis.call('EXPIRE', KEYS[2], ARGV[4])
+local counterKey, latestKey, genTtl = KEYS[2], KEYS[4], ARGV[4]
+${NEXT_GENERATION_LUA}
 redis.call('HSET', KEYS[1], 'jobId', ARGV[1], 'generation', gen, 'digest', ARGV[2],
-  'enqueued', '0', 'instanceId', ARGV[5])
+  'enqueued', '0', 'instanceId', ARGV[5], 'resultsFrom', lastId)
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 return { ARGV[1], tostring(gen), ARGV[2], '0', '1', lastId, ARGV[5] }
 `);
 
-// KEYS: generationKey, resultsKey. ARGV: gen TTL. Returns { generation, last results id }.
+// KEYS: generationKey, resultsKey, latestGenerationKey. ARGV: gen TTL. Returns { generation,
+// last results id }.
 const ALLOCATE = new LuaScript(`
 local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
 local lastId = '0-0'
 if #last > 0 then lastId = last[1][1] end
-local gen = redis.call('INCR', KEYS[1])
-redis.call('EXPIRE', KEYS[1], ARGV[1])
+local counterKey, latestKey, genTtl = KEYS[1], KEYS[3], ARGV[1]
+${NEXT_GENERATION_LUA}
 return { tostring(gen), lastId }
 `);
 
@@ -125,7 +144,12 @@ export async function reserveCreate(
   const reply = toArray(
     await RESERVE_CREATE.run(
       redis,
-      [createKey(prefix, args.uid), generationKey(prefix, args.instanceId), resultsKey(prefix)],
+      [
+        createKey(prefix, args.uid),
+        generationKey(prefix, args.instanceId),
+        resultsKey(prefix),
+        latestGenerationKey(prefix, args.instanceId),
+      ],
       [args.jobId, args.digest, CREATE_RESERVATION_TTL_S, GENERATION_TTL_S, args.instanceId],
     ),
   );
@@ -151,7 +175,11 @@ export async function allocateGeneration(
   const [generation = '', from = '0-0'] = toArray(
     await ALLOCATE.run(
       redis,
-      [generationKey(prefix, instanceId), resultsKey(prefix)],
+      [
+        generationKey(prefix, instanceId),
+        resultsKey(prefix),
+        latestGenerationKey(prefix, instanceId),
+      ],
       [GENERATION_TTL_S],
     ),
   );

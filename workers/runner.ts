@@ -10,7 +10,7 @@ import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Span } from '
 import { DelayedError, UnrecoverableError, type Job, type Processor } from 'bullmq';
 import { hostOfQueue } from '../queues/names.js';
 import { currentTraceContext } from '../queues/client.js';
-import { validateJob, type JobName } from '../queues/registry.js';
+import { QueueError, validateJob, type JobName } from '../queues/registry.js';
 import { appendResult, appendResultReleasing, type JobResult } from '../queues/results.js';
 import { classifyError } from '../src/classify.js';
 import type { JobEnv } from './env.js';
@@ -149,7 +149,11 @@ async function dispatch(env: JobEnv, queue: string, job: Job, signal: AbortSigna
   }
   // validateJob names the unknown job; a known job on the wrong queue is refused here.
   validateJob(name, job.data);
-  throw new UnrecoverableError(`job: '${name}' jobs do not belong on queue '${queue}'`);
+  throw new QueueError(
+    'ERR_INVALID_JOB',
+    'permanent',
+    `job: '${name}' jobs do not belong on queue '${queue}'`,
+  );
 }
 
 /**

@@ -100,6 +100,40 @@ describe('create and delete', () => {
     expect(await scope.redis.get(generationKey(scope.prefix, 'h1/web-2'))).toBe('1');
   });
 
+  it("a repeat's waitFor sees the result the first create's job already appended", async () => {
+    const uid = randomUUID();
+    const first = await client.create({ ...request('web-3'), uid });
+    await appendResult(scope.redis, scope.prefix, {
+      ...result(first.jobId, 'succeeded'),
+      instanceId: 'h1/web-3',
+    });
+    // A producer restarted after the job ended repeats its create, then waits on it.
+    const producer = new Kvm2Client({ redisUrl: scope.url, prefix: scope.prefix });
+    try {
+      const again = await producer.create({ ...request('web-3'), uid });
+      expect(again.jobId).toBe(first.jobId);
+      const final = await producer.waitFor(again.jobId, { timeoutMs: 5_000 });
+      expect(final).toMatchObject({ jobId: first.jobId, outcome: 'succeeded' });
+    } finally {
+      await producer.close();
+    }
+  });
+
+  it('allocates above the latest generation when the counter has lapsed before it', async () => {
+    const first = await client.delete('h1/lapsed');
+    const second = await client.delete('h1/lapsed');
+    expect(second.generation).toBe(first.generation + 1);
+    // gen-latest's TTL is refreshed by every job run; the counter's only by allocations.
+    await scope.redis.del(generationKey(scope.prefix, 'h1/lapsed'));
+    const third = await client.delete('h1/lapsed');
+    expect(third.generation).toBe(second.generation + 1);
+    expect(await isSuperseded(scope.redis, scope.prefix, 'h1/lapsed', third.generation)).toBe(
+      false,
+    );
+    const created = await client.create(request('lapsed'));
+    expect(created.generation).toBe(third.generation + 1);
+  });
+
   it('refuses a uid reused for a different request', async () => {
     const uid = randomUUID();
     await client.create({ ...request('web-3'), uid });

@@ -3,6 +3,7 @@
 // forced into Redis by hand), and SIGTERM with a job running (graceful, bounded, forced by a
 // second signal). Real `kvm2 worker` processes, real Redis, the real libvirtd through sshd.
 // "In the middle" is made deterministic by images whose download stalls until the test says go.
+import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -71,9 +72,13 @@ function instanceName(suffix: string): string {
   return name;
 }
 
-async function create(name: string, image: string): Promise<{ jobId: string; id: string }> {
+async function create(
+  name: string,
+  image: string,
+  userData = USER_DATA,
+): Promise<{ jobId: string; id: string }> {
   return client.create(
-    { host: 'h1', name, image, tag: 'faults', userData: USER_DATA },
+    { host: 'h1', name, image, tag: 'faults', userData },
     {
       wait: false,
     },
@@ -302,13 +307,25 @@ describe('malformed payloads', () => {
   it('a payload forced into Redis by hand fails permanently in the worker after one attempt', async () => {
     const forced = await queue.add('create', { garbage: true }, { attempts: 3 });
     const jobId = forced.id ?? '';
+    // A well-formed job of a fleet queue, put on a host queue.
+    const misplaced = await queue.add('gc', { tag: 'ci', keep: [], graceMs: 0 }, { attempts: 3 });
     await startWorker(writeConfig());
+
+    expect(await client.waitFor(misplaced.id ?? '', { timeoutMs: 60_000 })).toMatchObject({
+      outcome: 'failed',
+      op: 'gc',
+      errorKind: 'permanent',
+      errorCode: 'ERR_INVALID_JOB',
+      attempt: 1,
+      message: expect.stringContaining('do not belong on queue') as unknown,
+    });
 
     const result = await client.waitFor(jobId, { timeoutMs: 60_000 });
     expect(result).toMatchObject({
       outcome: 'failed',
       op: 'create',
       errorKind: 'permanent',
+      errorCode: 'ERR_INVALID_JOB',
       attempt: 1,
       message: expect.stringContaining('job.create.name') as unknown,
     });
@@ -470,12 +487,16 @@ describe('a job whose workers keep dying', () => {
     const image = await newStall('stall-out');
     const configPath = writeConfig();
     const name = instanceName('stallout');
-    const job = await create(name, image.name);
+    // A marker no log line could carry by chance: what the workers' logs are searched for.
+    const secret = `#cloud-config\n# kvm2-secret-${randomUUID()}\n`;
+    const job = await create(name, image.name, secret);
+    const runs: WorkerProcess[] = [];
     const path = `/${image.name}.qcow2`;
     // Kill each worker inside the download (every GET stalls until release, never given):
     // BullMQ allows 3 stalls (workers/worker.ts MAX_STALLED); the 4th fails the job.
     for (let kill = 1; kill <= 4; kill++) {
       const w = await startWorker(configPath);
+      runs.push(w);
       await waitUntil(
         () => Promise.resolve(fleet.images.stats(path).gets >= kill),
         60_000,
@@ -486,6 +507,7 @@ describe('a job whose workers keep dying', () => {
       await w.exited;
     }
     const last = await startWorker(configPath);
+    runs.push(last);
     const result = await client.waitFor(job.jobId, { timeoutMs: 90_000 });
     expect(result).toMatchObject({
       outcome: 'failed',
@@ -495,7 +517,13 @@ describe('a job whose workers keep dying', () => {
     });
     expect(await queue.getJobState(job.jobId)).toBe('failed');
     expect((await outcomes(job.jobId)).map((r) => r.outcome)).toEqual(['failed']);
-    expect(last.stderr()).not.toContain(USER_DATA);
+    const marker = secret.split('\n')[1] ?? '';
+    expect(runs.flatMap((w) => w.logs).length).toBeGreaterThan(0);
+    for (const w of runs) {
+      expect(JSON.stringify(w.logs)).not.toContain(marker);
+      expect(w.stderr()).not.toContain(marker);
+    }
+    expect(JSON.stringify(result)).not.toContain(marker);
     image.release();
   }, 240_000);
 });
