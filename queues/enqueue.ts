@@ -29,15 +29,22 @@ export function deleteData(id: string, traceContext?: TraceContext): JobData<'de
   });
 }
 
-/** Enqueues a delete (deleteData's) on its host's queue; `queueFor` gives a queue by name. */
+/**
+ * Enqueues a delete (deleteData's) on its host's queue; `queueFor` gives a queue by name. With
+ * `ifLatest`, only while the instance's latest generation is still that one: undefined, and
+ * nothing enqueued, when a request for the instance came since (generations.ts).
+ */
 export async function enqueueDelete(
   redis: Redis,
   prefix: string,
   queueFor: (name: string) => Queue,
   data: JobData<'delete'>,
-): Promise<EnqueuedDelete> {
+  options: { readonly ifLatest?: number } = {},
+): Promise<EnqueuedDelete | undefined> {
   const { host } = parseInstanceId(data.id);
-  const { generation, resultsFrom } = await allocateGeneration(redis, prefix, data.id);
+  const allocated = await allocateGeneration(redis, prefix, data.id, options.ifLatest);
+  if (allocated === undefined) return undefined;
+  const { generation, resultsFrom } = allocated;
   const jobId = randomUUID();
   await queueFor(hostQueueName(host)).add(
     'delete',

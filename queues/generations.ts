@@ -70,12 +70,16 @@ redis.call('EXPIRE', KEYS[1], ARGV[3])
 return { ARGV[1], tostring(gen), ARGV[2], '0', '1', lastId, ARGV[5] }
 `);
 
-// KEYS: generationKey, resultsKey, latestGenerationKey. ARGV: gen TTL. Returns { generation,
-// last results id }.
+// KEYS: generationKey, resultsKey, latestGenerationKey. ARGV: gen TTL, and optionally the
+// latest generation the caller saw ('' for none). Returns { generation, last results id }, or
+// { '0', last results id, 'changed' } when the latest is no longer the one the caller saw.
 const ALLOCATE = new LuaScript(`
 local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
 local lastId = '0-0'
 if #last > 0 then lastId = last[1][1] end
+if ARGV[2] ~= nil and ARGV[2] ~= '' and (redis.call('GET', KEYS[3]) or '0') ~= ARGV[2] then
+  return { '0', lastId, 'changed' }
+end
 local counterKey, latestKey, genTtl = KEYS[1], KEYS[3], ARGV[1]
 ${NEXT_GENERATION_LUA}
 return { tostring(gen), lastId }
@@ -166,13 +170,18 @@ export async function reserveCreate(
   };
 }
 
-/** Step 1 for a delete: a new generation (and the results stream's last id). */
+/**
+ * Step 1 for a delete: a new generation (and the results stream's last id). With `ifLatest`,
+ * only while the instance's latest generation is still that one (GC: no request for the
+ * instance came after it looked); undefined otherwise, and nothing is allocated.
+ */
 export async function allocateGeneration(
   redis: Redis,
   prefix: string,
   instanceId: string,
-): Promise<{ readonly generation: number; readonly resultsFrom: string }> {
-  const [generation = '', from = '0-0'] = toArray(
+  ifLatest?: number,
+): Promise<{ readonly generation: number; readonly resultsFrom: string } | undefined> {
+  const [generation = '', from = '0-0', changed] = toArray(
     await ALLOCATE.run(
       redis,
       [
@@ -180,10 +189,22 @@ export async function allocateGeneration(
         resultsKey(prefix),
         latestGenerationKey(prefix, instanceId),
       ],
-      [GENERATION_TTL_S],
+      [GENERATION_TTL_S, ifLatest === undefined ? '' : String(ifLatest)],
     ),
   );
+  if (changed !== undefined) return undefined;
   return { generation: Number(generation), resultsFrom: from };
+}
+
+/** The latest generation of each instance (0 when none is known), in one round trip. */
+export async function latestGenerations(
+  redis: Redis,
+  prefix: string,
+  instanceIds: readonly string[],
+): Promise<number[]> {
+  if (instanceIds.length === 0) return [];
+  const values = await redis.mget(instanceIds.map((id) => latestGenerationKey(prefix, id)));
+  return values.map((v) => (v === null ? 0 : Number(v)));
 }
 
 /**

@@ -14,9 +14,11 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { Queue } from 'bullmq';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Kvm2Client } from '../../queues/client.js';
+import { deleteData, enqueueDelete } from '../../queues/enqueue.js';
 import {
   isSuperseded,
   latestGeneration,
+  latestGenerations,
   requestDigest,
   reserveCreate,
 } from '../../queues/generations.js';
@@ -132,6 +134,40 @@ describe('create and delete', () => {
     );
     const created = await client.create(request('lapsed'));
     expect(created.generation).toBe(third.generation + 1);
+  });
+
+  it("GC's delete is enqueued only while no request for the instance came after it looked", async () => {
+    const queue = hostQueue('h1');
+    const queueFor = (): Queue => queue;
+    const created = await client.create(request('gc-race'));
+    const [seen = -1] = await latestGenerations(scope.redis, scope.prefix, ['h1/gc-race']);
+    expect(seen).toBe(created.generation);
+    // A create that replaces the instance arrives between the GC's listing and its delete.
+    const replaced = await client.create(request('gc-race'));
+    const counter = await scope.redis.get(generationKey(scope.prefix, 'h1/gc-race'));
+    const before = await queuedCount(queue);
+    const data = deleteData('h1/gc-race');
+    const skipped = await enqueueDelete(scope.redis, scope.prefix, queueFor, data, {
+      ifLatest: seen,
+    });
+    expect(skipped).toBeUndefined();
+    expect(await queuedCount(queue)).toBe(before);
+    expect(await scope.redis.get(generationKey(scope.prefix, 'h1/gc-race'))).toBe(counter);
+    expect(await isSuperseded(scope.redis, scope.prefix, 'h1/gc-race', replaced.generation)).toBe(
+      false,
+    );
+    // Nothing came since: the delete goes out, after the latest request.
+    const queued = await enqueueDelete(scope.redis, scope.prefix, queueFor, data, {
+      ifLatest: replaced.generation,
+    });
+    expect(queued?.generation).toBe(replaced.generation + 1);
+    expect(await queuedCount(queue)).toBe(before + 1);
+    // An instance kvm2 never saw a request for: latest 0.
+    expect(await latestGenerations(scope.redis, scope.prefix, ['h1/never'])).toEqual([0]);
+    const fresh = await enqueueDelete(scope.redis, scope.prefix, queueFor, deleteData('h1/never'), {
+      ifLatest: 0,
+    });
+    expect(fresh?.generation).toBe(1);
   });
 
   it('refuses a uid reused for a different request', async () => {
