@@ -157,12 +157,23 @@ export async function startWorker(
       logger.warn({ active: metrics.activeTotal() }, 'shutdown: releasing the jobs still running');
       for (const w of workers) w.cancelAllJobs('worker shutting down');
       if (!(await within(graceful, RELEASE_BOUND_MS))) {
-        await Promise.all(workers.map((w) => w.close(true)));
+        // BullMQ's forced close still talks to Redis: bounded like the rest of the teardown.
+        await within(Promise.allSettled(workers.map((w) => w.close(true))), RELEASE_BOUND_MS);
       }
     }
-    await Promise.allSettled([...producerQueues.values()].map((q) => q.close()));
+    const queuesClosed = Promise.allSettled([...producerQueues.values()].map((q) => q.close()));
+    await within(queuesClosed, RELEASE_BOUND_MS);
     await provider.close();
-    await redis.quit().catch(() => redis.disconnect());
+    // During a Redis outage QUIT would wait behind the offline queue (lease renewals, BullMQ's
+    // lock extensions) for as long as the outage lasts: the connection is dropped instead.
+    const quit =
+      redis.status === 'ready'
+        ? redis.quit().then(
+            () => true,
+            () => false,
+          )
+        : undefined;
+    if (quit === undefined || !(await within(quit, RELEASE_BOUND_MS))) redis.disconnect();
     logger.info('worker stopped');
   };
 

@@ -33,6 +33,8 @@ export interface StartWorkerOptions {
   readonly args?: readonly string[];
   readonly env?: Readonly<Record<string, string>>;
   readonly readyTimeoutMs?: number;
+  /** The log line that makes the process "started" (default: `worker ready`). */
+  readonly readyMatch?: (line: LogLine) => boolean;
 }
 
 export async function startWorkerProcess(
@@ -111,7 +113,10 @@ export async function startWorkerProcess(
     });
   };
 
-  const ready = await waitForLog((l) => l.msg === 'worker ready', options.readyTimeoutMs ?? 60_000);
+  const ready = await waitForLog(
+    options.readyMatch ?? ((l) => l.msg === 'worker ready'),
+    options.readyTimeoutMs ?? 60_000,
+  );
   const stop = async (graceMs = 20_000): Promise<void> => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill('SIGTERM');

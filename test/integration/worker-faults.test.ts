@@ -4,6 +4,7 @@
 // second signal). Real `kvm2 worker` processes, real Redis, the real libvirtd through sshd.
 // "In the middle" is made deterministic by images whose download stalls until the test says go.
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -338,6 +339,27 @@ describe('malformed payloads', () => {
     const failed = await queue.getJob(jobId);
     expect(failed?.attemptsMade).toBe(1);
     expect(failed?.failedReason).toContain('job.create.name');
+  }, 120_000);
+});
+
+describe('endpoints that cannot start', () => {
+  it('a worker whose listen address is taken stops its workers and exits non-zero', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as net.AddressInfo;
+    try {
+      const w = await startWorkerProcess(writeConfig({ listen: `127.0.0.1:${port}` }), {
+        readyTimeoutMs: 90_000,
+        // The runtime started (its workers took jobs) before the bind failed: it is closed,
+        // its jobs released, not left to stall when the process goes.
+        readyMatch: (l) => l.msg === 'worker stopped',
+      });
+      workers.push(w);
+      expect(w.logs.some((l) => l.msg === 'endpoints could not start; stopping')).toBe(true);
+      expect((await w.exited).code).not.toBe(0);
+    } finally {
+      taken.close();
+    }
   }, 120_000);
 });
 
