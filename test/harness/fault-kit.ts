@@ -133,3 +133,35 @@ export async function removeInstance(name: string): Promise<void> {
     await virsh(['vol-delete', '--pool', 'default', vol]).catch(() => undefined);
   }
 }
+
+export interface TcpProxy {
+  readonly port: number;
+  /** Cuts every connection and refuses new ones: to its clients, the server went away. */
+  cut(): Promise<void>;
+}
+
+/** A loopback TCP proxy to `127.0.0.1:targetPort`, for outages of a real server (Redis). */
+export async function tcpProxy(targetPort: number): Promise<TcpProxy> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect({ host: '127.0.0.1', port: targetPort });
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => undefined); // the other side goes with it
+    }
+    client.pipe(upstream).pipe(client);
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    port,
+    async cut() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const s of sockets) s.destroy();
+      await closed;
+    },
+  };
+}

@@ -16,6 +16,7 @@ import {
   sleep,
   stallingImage,
   stopSshdListener,
+  tcpProxy,
   waitUntil,
   type StallingImage,
 } from '../harness/fault-kit.js';
@@ -339,6 +340,28 @@ describe('malformed payloads', () => {
     const failed = await queue.getJob(jobId);
     expect(failed?.attemptsMade).toBe(1);
     expect(failed?.failedReason).toContain('job.create.name');
+  }, 120_000);
+});
+
+describe('Redis gone during shutdown', () => {
+  it('SIGTERM still ends the process in bounded time, with Redis unreachable', async () => {
+    const proxy = await tcpProxy(Number(new URL(fleet.scope.url).port));
+    const config = writeConfig(
+      {},
+      { redis: { url: `redis://127.0.0.1:${proxy.port}`, prefix: fleet.scope.prefix } },
+    );
+    const w = await startWorker(config);
+    await proxy.cut();
+    await w.waitForLog((l) => l.msg === 'redis error', 10_000);
+    w.kill('SIGTERM');
+    const signalledAt = Date.now();
+    const exit = await Promise.race([
+      w.exited,
+      sleep(SHUTDOWN_TIMEOUT_MS + 40_000).then(() => undefined),
+    ]);
+    expect(exit, 'the worker did not exit with Redis unreachable').toBeDefined();
+    show('Redis unreachable: SIGTERM → process exited', (exit?.at ?? NaN) - signalledAt);
+    expect(w.logs.some((l) => l.msg === 'worker stopped')).toBe(true);
   }, 120_000);
 });
 
