@@ -84,6 +84,22 @@ function hostQueue(host: string): Queue {
   return queue;
 }
 
+/** `kvm2 create` on host h1 with the test config, then `more` options. */
+function createArgs(name: string, image: string, ...more: string[]): string[] {
+  return [
+    'create',
+    '--config',
+    goodConfig,
+    '--host',
+    'h1',
+    '--name',
+    name,
+    '--image',
+    image,
+    ...more,
+  ];
+}
+
 async function writeJson(name: string, value: unknown): Promise<string> {
   const file = path.join(dir, name);
   await writeFile(file, JSON.stringify(value));
@@ -244,24 +260,19 @@ describe('config check', () => {
 
 describe('create, delete, gc enqueue jobs', () => {
   it('enqueues a create on host.h1 and never prints the user-data', async () => {
-    const run = await kvm2([
-      'create',
-      '--config',
-      goodConfig,
-      '--host',
-      'h1',
-      '--name',
-      'cli-web-1',
-      '--image',
-      'tiny',
-      '--tag',
-      'cli',
-      '--user-data',
-      userDataFile,
-      '--vcpus',
-      '2',
-      '--json',
-    ]);
+    const run = await kvm2(
+      createArgs(
+        'cli-web-1',
+        'tiny',
+        '--tag',
+        'cli',
+        '--user-data',
+        userDataFile,
+        '--vcpus',
+        '2',
+        '--json',
+      ),
+    );
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     const printed = JSON.parse(run.stdout) as Record<string, unknown>;
@@ -284,30 +295,8 @@ describe('create, delete, gc enqueue jobs', () => {
   it('refuses an unreadable --user-data naming the option and path, enqueuing nothing', async () => {
     const keysBefore = await scope.keys();
     const [missingFile, unknownImage] = await Promise.all([
-      kvm2([
-        'create',
-        '--config',
-        goodConfig,
-        '--host',
-        'h1',
-        '--name',
-        'cli-missing',
-        '--image',
-        'tiny',
-        '--user-data',
-        '/nonexistent/user-data',
-      ]),
-      inProcess([
-        'create',
-        '--config',
-        goodConfig,
-        '--host',
-        'h1',
-        '--name',
-        'cli-missing',
-        '--image',
-        'nope',
-      ]),
+      kvm2(createArgs('cli-missing', 'tiny', '--user-data', '/nonexistent/user-data')),
+      inProcess(createArgs('cli-missing', 'nope')),
     ]);
     expect(missingFile).toMatchObject({ code: 1, stdout: '' });
     expect(missingFile.stderr).toBe(
@@ -320,21 +309,7 @@ describe('create, delete, gc enqueue jobs', () => {
 
   it('with --wait --json prints only the final result; the outcome sets the status', async () => {
     const create = (name: string) =>
-      kvm2([
-        'create',
-        '--config',
-        goodConfig,
-        '--host',
-        'h1',
-        '--name',
-        name,
-        '--image',
-        'tiny',
-        '--user-data',
-        userDataFile,
-        '--wait',
-        '--json',
-      ]);
+      kvm2(createArgs(name, 'tiny', '--user-data', userDataFile, '--wait', '--json'));
     const good = create('cli-wait-ok');
     const bad = create('cli-wait-bad');
     const [okJob, badJob] = await Promise.all([

@@ -386,6 +386,30 @@ describe('endpoints that cannot start', () => {
   }, 120_000);
 });
 
+/**
+ * A job a shutdown released: back in the queue, no attempt spent, no result written; once its
+ * image is let go, a new worker (on `configPath`) finishes it at attempt 1.
+ */
+async function expectReleasedThenFinished(
+  jobId: string,
+  name: string,
+  image: StallingImage,
+  configPath: string,
+): Promise<void> {
+  const released = await queue.getJob(jobId);
+  expect(['delayed', 'waiting']).toContain(await released?.getState());
+  expect(released?.attemptsMade).toBe(0);
+  expect(await outcomes(jobId)).toEqual([]);
+
+  image.release();
+  const b = await startWorker(configPath);
+  const result = await client.waitFor(jobId, { timeoutMs: 120_000 });
+  expect(result).toMatchObject({ outcome: 'succeeded', attempt: 1, instanceId: `h1/${name}` });
+  expect(await outcomes(jobId)).toHaveLength(1);
+  await b.waitForLog(runOf(jobId), 10_000);
+  await expectOnlyInstanceVolumes(name, image);
+}
+
 describe('SIGTERM with a job running', () => {
   it('a job that ends within worker.shutdownTimeout completes before the process exits', async () => {
     const image = await newStall('slow-graceful');
@@ -434,19 +458,7 @@ describe('SIGTERM with a job running', () => {
     expect(took).toBeLessThan(SHUTDOWN_TIMEOUT_MS + 8_000);
     expect(a.logs.some((l) => l.msg === 'shutdown: releasing the jobs still running')).toBe(true);
 
-    // Released: back in the queue, no attempt spent, no result written.
-    const released = await queue.getJob(job.jobId);
-    expect(['delayed', 'waiting']).toContain(await released?.getState());
-    expect(released?.attemptsMade).toBe(0);
-    expect(await outcomes(job.jobId)).toEqual([]);
-
-    image.release();
-    const b = await startWorker(configPath);
-    const result = await client.waitFor(job.jobId, { timeoutMs: 120_000 });
-    expect(result).toMatchObject({ outcome: 'succeeded', attempt: 1, instanceId: `h1/${name}` });
-    expect(await outcomes(job.jobId)).toHaveLength(1);
-    await b.waitForLog(runOf(job.jobId), 10_000);
-    await expectOnlyInstanceVolumes(name, image);
+    await expectReleasedThenFinished(job.jobId, name, image, configPath);
   }, 180_000);
 
   it('a second SIGTERM forces: the process exits well under shutdownTimeout and the job is not lost', async () => {
@@ -474,18 +486,7 @@ describe('SIGTERM with a job running', () => {
     expect(exit.at - secondAt).toBeLessThan(8_000);
     expect(a.logs.some((l) => l.msg === 'second signal: forcing shutdown')).toBe(true);
 
-    const released = await queue.getJob(job.jobId);
-    expect(['delayed', 'waiting']).toContain(await released?.getState());
-    expect(released?.attemptsMade).toBe(0);
-    expect(await outcomes(job.jobId)).toEqual([]);
-
-    image.release();
-    const b = await startWorker(writeConfig());
-    const result = await client.waitFor(job.jobId, { timeoutMs: 120_000 });
-    expect(result).toMatchObject({ outcome: 'succeeded', attempt: 1, instanceId: `h1/${name}` });
-    expect(await outcomes(job.jobId)).toHaveLength(1);
-    await b.waitForLog(runOf(job.jobId), 10_000);
-    await expectOnlyInstanceVolumes(name, image);
+    await expectReleasedThenFinished(job.jobId, name, image, writeConfig());
   }, 180_000);
 });
 
