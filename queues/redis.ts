@@ -1,6 +1,7 @@
 // ioredis connections for the two sides of the queue (STACK-NOTES). A producer fails fast: no
 // offline queue, so a command during an outage rejects at once instead of waiting for Redis
 // to come back. A worker waits: BullMQ's blocking commands need maxRetriesPerRequest null.
+import type { Socket } from 'node:net';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { RedisConfig } from '../src/provider/config/schema.js';
 import { DEFAULT_PREFIX } from './names.js';
@@ -42,14 +43,49 @@ export function redisEndpoint(url: string): string {
   }
 }
 
+const coalesced = new WeakSet<object>();
+
+/**
+ * Commands written in one turn of the event loop leave in one write: the socket is corked at
+ * the turn's first write and uncorked when the turn's I/O callbacks have run (setImmediate).
+ * ioredis writes every command on its own (its auto-pipelining only joins the commands of one
+ * synchronous run); under load a worker's turn holds several jobs' scripts and BullMQ's calls,
+ * and a producer's burst of enqueues thousands, and a syscall on these machines costs more than
+ * building the command (bench/queue: writes per job 8.1 → 3.8). A lone command waits for
+ * nothing but the rest of its own turn.
+ */
+export function coalesceWrites(redis: Redis): Redis {
+  const patch = (): void => {
+    const socket = redis.stream as Socket | undefined;
+    if (socket === undefined || coalesced.has(socket)) return;
+    coalesced.add(socket);
+    let corked = false;
+    const uncork = (): void => {
+      corked = false;
+      socket.uncork();
+    };
+    const write = socket.write.bind(socket) as (...args: Parameters<Socket['write']>) => boolean;
+    socket.write = ((...args: Parameters<Socket['write']>): boolean => {
+      if (!corked) {
+        corked = true;
+        socket.cork();
+        setImmediate(uncork);
+      }
+      return write(...args);
+    }) as Socket['write'];
+  };
+  redis.on('connect', patch);
+  return redis;
+}
+
 /** A producer connection, not yet connected (see connectProducer). */
 export function createProducerConnection(url: string): Redis {
-  return new Redis(url, { ...producerRedisOptions });
+  return coalesceWrites(new Redis(url, { ...producerRedisOptions }));
 }
 
 /** A worker connection, for BullMQ Workers and blocking reads. */
 export function createWorkerConnection(url: string): Redis {
-  return new Redis(url, { ...workerRedisOptions });
+  return coalesceWrites(new Redis(url, { ...workerRedisOptions }));
 }
 
 function unavailable(url: string, cause: unknown): QueueError {

@@ -36,7 +36,6 @@ import pino from 'pino';
 import { Kvm2Client } from '../../queues/client.js';
 import { DEFAULT_JOB_OPTIONS } from '../../queues/job-options.js';
 import { hostQueueName } from '../../queues/names.js';
-import { createWorkerConnection } from '../../queues/redis.js';
 import { parseConfig } from '../../src/provider/config/load.js';
 import { Provider } from '../../src/provider/provider.js';
 import { redisScope, REDIS_URL } from '../../test/harness/redis.js';
@@ -274,7 +273,7 @@ async function kvm2Round(jobs: number, sshd: Sshd): Promise<Round> {
   const logger = pino({ level: 'warn' }, pino.destination(2));
   const runtime = await startWorker(config, { logger });
   const client = new Kvm2Client({ redisUrl: REDIS_URL, prefix: scope.prefix });
-  const observerConn = createWorkerConnection(REDIS_URL);
+  const observerConn = bareConnection();
   const observer = new Queue(QUEUE, { connection: observerConn, prefix: scope.prefix });
   try {
     // Warm: the worker's SSH connection to libvirtd is up, BullMQ's and kvm2's scripts loaded.
@@ -302,14 +301,19 @@ async function kvm2Round(jobs: number, sshd: Sshd): Promise<Round> {
   }
 }
 
+/** A connection as BullMQ's docs make one for a Worker: none of kvm2's settings. */
+function bareConnection(): Redis {
+  return new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+}
+
 /** Bare BullMQ; with `sshd`, each job makes kvm2's libvirt calls for its instance. */
 async function bareRound(jobs: number, sshd?: Sshd): Promise<Round> {
   const scope = await redisScope(sshd === undefined ? 'bq-bare' : 'bq-libvirt');
   const provider =
     sshd === undefined ? undefined : new Provider(parseConfig({ hosts: [testDriverHost(sshd)] }));
   const producerConn = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
-  const workerConn = createWorkerConnection(REDIS_URL);
-  const observerConn = createWorkerConnection(REDIS_URL);
+  const workerConn = bareConnection();
+  const observerConn = bareConnection();
   const queue = new Queue(QUEUE, { connection: producerConn, prefix: scope.prefix });
   const observer = new Queue(QUEUE, { connection: observerConn, prefix: scope.prefix });
   const worker = new Worker(
