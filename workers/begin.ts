@@ -37,10 +37,12 @@ export interface BeginArgs {
   readonly uid?: string | undefined;
 }
 
+/** `run`: the job run's controller, which the lease aborts when the lock is lost. */
 export async function beginInstanceJob(
   redis: Redis,
   locks: RedisLocks,
   args: BeginArgs,
+  run: AbortController,
 ): Promise<Begun> {
   const lockName = `instance:${args.instanceId}`;
   const lockKey = locks.lockKey(lockName);
@@ -60,6 +62,8 @@ export async function beginInstanceJob(
   const sentAt = performance.now();
   const [latestText, state] = (await BEGIN.run(redis, keys, argv)) as [string, string];
   const latest = Number(latestText);
-  if (state === 'locked') return { state, latest, lease: locks.adopt(lockName, token, sentAt) };
+  if (state === 'locked') {
+    return { state, latest, lease: locks.adopt(lockName, token, sentAt, run) };
+  }
   return { state: state === 'superseded' ? 'superseded' : 'busy', latest };
 }

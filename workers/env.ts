@@ -7,6 +7,7 @@ import type { Kvm2Config } from '../src/provider/config/schema.js';
 import type { Provider } from '../src/provider/provider.js';
 import type { RedisLocks } from './locks.js';
 import type { WorkerMetrics } from './metrics.js';
+import type { JobRuns } from './runs.js';
 
 export interface JobEnv {
   readonly config: Kvm2Config;
@@ -23,4 +24,6 @@ export interface JobEnv {
   readonly queueFor: (name: string) => Queue;
   /** True once shutdown has run out of patience: a cancelled job is released, not failed. */
   readonly releasing: () => boolean;
+  /** The runs in progress: each run's cancellation, which shutdown fires. */
+  readonly runs: JobRuns;
 }

@@ -96,10 +96,13 @@ export class RedisLocks implements KeyedLocks {
   /**
    * The lease of a lock a script took with `token` (workers/begin.ts takes the instance lock
    * in the same round trip as the generation check): renewed and released like any other.
-   * `sentAt` is performance.now() when that script was sent.
+   * `sentAt` is performance.now() when that script was sent. With `controller` (a job run's),
+   * the lease aborts that on loss and its signal is that controller's, which then also fires
+   * when the run is cancelled.
    */
-  adopt(key: string, token: string, sentAt: number): Lease {
-    return new RedisLease(this.client, key, this.lockKey(key), token, this.ttlMs, sentAt);
+  adopt(key: string, token: string, sentAt: number, controller?: AbortController): Lease {
+    const redisKey = this.lockKey(key);
+    return new RedisLease(this.client, key, redisKey, token, this.ttlMs, sentAt, controller);
   }
 
   /**

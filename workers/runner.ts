@@ -49,9 +49,14 @@ interface RunTimes {
   endedAt: number | undefined;
 }
 
+/**
+ * The processor takes no third parameter on purpose: BullMQ then makes no AbortController of
+ * its own per job; the run's comes from env.runs, which shutdown cancels (workers/runs.ts).
+ */
 export function makeProcessor(env: JobEnv, queue: string): Processor<unknown, JobReturn> {
-  return (job, token, signal) => {
+  return (job, token) => {
     const startedAt = Date.now();
+    const controller = env.runs.start();
     // A delayed run leaves the queue's active set (freeing its global slot) at moveToDelayed,
     // before the processor returns: its end is taken there.
     const run: RunTimes = { endedAt: undefined };
@@ -70,12 +75,10 @@ export function makeProcessor(env: JobEnv, queue: string): Processor<unknown, Jo
         `kvm2.job.${op}`,
         { kind: SpanKind.CONSUMER, attributes },
         producerContext(job.data),
-        (span) =>
-          runJob(env, queue, job, token, signal ?? new AbortController().signal, span, run).finally(
-            () => span.end(),
-          ),
+        (span) => runJob(env, queue, job, token, controller, span, run).finally(() => span.end()),
       )
       .finally(() => {
+        env.runs.end(controller);
         env.metrics.active(queue, -1);
         // One line per run (delayed re-queues included), with its wall-clock span: what the
         // concurrency tests read back from every process's log. Built only when it is written.
@@ -91,10 +94,11 @@ async function runJob(
   queue: string,
   job: Job,
   token: string | undefined,
-  signal: AbortSignal,
+  controller: AbortController,
   span: Span,
   run: RunTimes,
 ): Promise<JobReturn> {
+  const signal = controller.signal;
   const started = performance.now();
   const attempt = job.attemptsMade + 1;
   const report = async (
@@ -121,7 +125,7 @@ async function runJob(
 
   let step: Step;
   try {
-    step = await dispatch(env, queue, job, signal);
+    step = await dispatch(env, queue, job, controller);
   } catch (err) {
     step = await onError(env, job, err, signal, report, span);
   }
@@ -134,13 +138,22 @@ async function runJob(
   return report(step.outcome, step.fields, step.lease);
 }
 
-async function dispatch(env: JobEnv, queue: string, job: Job, signal: AbortSignal): Promise<Step> {
+async function dispatch(
+  env: JobEnv,
+  queue: string,
+  job: Job,
+  controller: AbortController,
+): Promise<Step> {
   const host = hostOfQueue(queue);
   const name = job.name;
+  const signal = controller.signal;
   if (host !== undefined) {
-    if (name === 'create')
-      return processCreate(env, job, validateJob('create', job.data), host, signal);
-    if (name === 'delete') return processDelete(env, validateJob('delete', job.data), host, signal);
+    if (name === 'create') {
+      return processCreate(env, job, validateJob('create', job.data), host, controller);
+    }
+    if (name === 'delete') {
+      return processDelete(env, validateJob('delete', job.data), host, controller);
+    }
     if (name === 'get') return processGet(env, validateJob('get', job.data), host, signal);
   } else if (name === 'gc') {
     return processGc(env, validateJob('gc', job.data), signal);

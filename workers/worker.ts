@@ -16,6 +16,7 @@ import type { Kvm2Config } from '../src/provider/config/schema.js';
 import { Provider } from '../src/provider/provider.js';
 import type { JobEnv } from './env.js';
 import { RedisLocks } from './locks.js';
+import { JobRuns } from './runs.js';
 import { WorkerMetrics } from './metrics.js';
 import { instanceOf, makeProcessor } from './runner.js';
 
@@ -89,6 +90,7 @@ export async function startWorker(
     return queue;
   };
   let releasing = false;
+  const runs = new JobRuns();
   const metrics = new WorkerMetrics();
   const env: JobEnv = {
     config,
@@ -101,6 +103,7 @@ export async function startWorker(
     metrics,
     queueFor,
     releasing: () => releasing,
+    runs,
   };
 
   // The host's concurrency is global: any number of processes together stay within it.
@@ -155,7 +158,7 @@ export async function startWorker(
     if (!inTime) {
       releasing = true;
       logger.warn({ active: metrics.activeTotal() }, 'shutdown: releasing the jobs still running');
-      for (const w of workers) w.cancelAllJobs('worker shutting down');
+      runs.cancelAll(new Error('worker shutting down'));
       if (!(await within(graceful, RELEASE_BOUND_MS))) {
         // BullMQ's forced close still talks to Redis: bounded like the rest of the teardown.
         await within(Promise.allSettled(workers.map((w) => w.close(true))), RELEASE_BOUND_MS);

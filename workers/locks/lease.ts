@@ -8,7 +8,11 @@ import { RELEASE_SCRIPT, RENEW_SCRIPT } from './scripts.js';
 export interface Lease {
   /** The key as the caller named it (an instance id, a host+image fill). */
   readonly key: string;
-  /** Fires with a LockLostError (code ERR_LOCK_LOST, kind transient) when the lock is lost. */
+  /**
+   * Fires with a LockLostError (code ERR_LOCK_LOST, kind transient) when the lock is lost. A
+   * lease adopted onto a job run's controller (RedisLocks.adopt) has that controller's signal,
+   * which also fires when the run is cancelled.
+   */
   readonly signal: AbortSignal;
   /**
    * Stops renewal and hands the caller what it needs to delete the lock itself in a script of
@@ -32,14 +36,16 @@ const RETRY_FRACTION = 10;
 const MIN_TIMER_MS = 5;
 
 export class RedisLease implements Lease {
-  private readonly controller = new AbortController();
   private state: LeaseState = 'held';
   private renewTimer: NodeJS.Timeout | undefined;
   private expiryTimer: NodeJS.Timeout | undefined;
   private lastRenewalError: unknown;
   private releasing: Promise<boolean> | undefined;
 
-  /** `sentAt`: performance.now() when the SET that took the lock was sent. */
+  /**
+   * `sentAt`: performance.now() when the SET that took the lock was sent. `controller`: what
+   * a loss aborts (a job run's, shared: workers/runs.ts); the lease's own by default.
+   */
   constructor(
     private readonly client: Redis,
     readonly key: string,
@@ -47,6 +53,7 @@ export class RedisLease implements Lease {
     private readonly token: string,
     private readonly ttlMs: number,
     sentAt: number,
+    private readonly controller = new AbortController(),
   ) {
     this.armExpiry(sentAt);
     this.scheduleRenewal(ttlMs / 3);

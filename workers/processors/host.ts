@@ -9,7 +9,6 @@ import { formatInstanceId, parseInstanceId } from '../../src/provider/ids.js';
 import type { Instance } from '../../src/provider/instance.js';
 import type { Provider } from '../../src/provider/provider.js';
 import type { JobEnv } from '../env.js';
-import { linkSignals } from '../locks/abort.js';
 import { beginInstanceJob } from '../begin.js';
 import { JobLocks } from '../job-locks.js';
 import { busyDelay, delay, succeeded, superseded, type Step } from '../step.js';
@@ -43,38 +42,37 @@ function checkQueueHost(queueHost: string, host: string | undefined, op: string)
 
 /**
  * Begins the job (generation and lock, workers/begin.ts) and runs `fn` with a provider view
- * that holds the instance's lease; a superseded job or a busy instance ends here. `fn`'s
- * signal fires when the lease is lost or the job is cancelled.
+ * that holds the instance's lease; a superseded job or a busy instance ends here. The lease
+ * aborts the run's controller when the lock is lost, so `fn`'s signal (the run's) fires when
+ * the lease is lost or the job is cancelled.
  */
 async function underInstanceLock(
   env: JobEnv,
   base: { readonly instanceId: string; readonly generation: number },
   uid: string | undefined,
-  signal: AbortSignal,
+  run: AbortController,
   fn: (provider: Provider, signal: AbortSignal) => Promise<Step>,
 ): Promise<Step> {
+  const signal = run.signal;
   signal.throwIfAborted();
-  const begun = await beginInstanceJob(env.redis, env.locks, {
-    prefix: env.prefix,
-    instanceId: base.instanceId,
-    generation: base.generation,
-    uid,
-  });
+  const begun = await beginInstanceJob(
+    env.redis,
+    env.locks,
+    { prefix: env.prefix, instanceId: base.instanceId, generation: base.generation, uid },
+    run,
+  );
   if (begun.state === 'superseded') return superseded(base, begun.latest);
   if (begun.state === 'busy') return busyDelay();
   const lease = begun.lease;
-  const linked = linkSignals([signal, lease.signal]);
   let step: Step;
   try {
-    step = await fn(env.provider.withLocks(new JobLocks(env.locks, [lease])), linked.signal);
+    step = await fn(env.provider.withLocks(new JobLocks(env.locks, [lease])), signal);
   } catch (err) {
     void lease.release();
-    // The work failed because the lock was lost (its signal cancelled a download, a call):
-    // say that, not what the cancelled step happened to report.
-    if (lease.signal.aborted) throw lease.signal.reason;
+    // The work failed because the lock was lost or the job cancelled (the signal cut a
+    // download, a call short): say that, not what the cut step happened to report.
+    if (signal.aborted) throw signal.reason;
     throw err;
-  } finally {
-    linked.dispose();
   }
   if (step.type === 'result') return { ...step, lease };
   // Not awaited: the release goes out on this connection before anything the runner sends.
@@ -87,13 +85,13 @@ export async function processCreate(
   job: Job,
   data: JobData<'create'>,
   queueHost: string,
-  signal: AbortSignal,
+  run: AbortController,
 ): Promise<Step> {
   const host = checkQueueHost(queueHost, data.host, 'create');
   const id = formatInstanceId(host, data.name);
   const base = { instanceId: id, generation: data.generation };
   const deadline = addressDeadline(job.progress);
-  return underInstanceLock(env, base, data.uid, signal, async (provider, locked) => {
+  return underInstanceLock(env, base, data.uid, run, async (provider, locked) => {
     if (deadline !== undefined) return checkAddress(env, provider, data, id, deadline, locked);
 
     const { generation: _g, traceContext: _t, wait, ...request } = data;
@@ -199,12 +197,12 @@ export async function processDelete(
   env: JobEnv,
   data: JobData<'delete'>,
   queueHost: string,
-  signal: AbortSignal,
+  run: AbortController,
 ): Promise<Step> {
   checkQueueHost(queueHost, parseInstanceId(data.id).host, 'delete');
   const id = data.id;
   const base = { instanceId: id, generation: data.generation };
-  return underInstanceLock(env, base, undefined, signal, async (provider, locked) => {
+  return underInstanceLock(env, base, undefined, run, async (provider, locked) => {
     await provider.delete(id, { signal: locked });
     return succeeded({ ...base, state: 'deleted' });
   });
