@@ -98,21 +98,33 @@ function unavailable(url: string, cause: unknown): QueueError {
   );
 }
 
+// The first dial of each producer connection, while it is under way: calls made meanwhile (an
+// app firing many at once on a new client) wait for it rather than fail.
+const dialling = new WeakMap<Redis, Promise<void>>();
+
 /**
- * Resolves once the connection is ready. The first call dials (bounded by connectTimeout);
- * while ioredis reconnects after an outage, callers get ERR_REDIS_UNAVAILABLE at once.
+ * Resolves once the connection is ready. The first call dials (bounded by connectTimeout), and
+ * calls made during that dial wait for it; while ioredis reconnects after an outage, callers get
+ * ERR_REDIS_UNAVAILABLE at once.
  */
-export async function connectProducer(redis: Redis, url: string): Promise<void> {
-  if (redis.status === 'ready') return;
-  if (redis.status === 'wait') {
-    try {
-      await redis.connect();
-      return;
-    } catch (err) {
-      throw unavailable(url, err);
-    }
+export function connectProducer(redis: Redis, url: string): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  const pending = dialling.get(redis);
+  if (pending !== undefined) return pending;
+  if (redis.status !== 'wait') {
+    return Promise.reject(unavailable(url, new Error(`connection is ${redis.status}`)));
   }
-  throw unavailable(url, new Error(`connection is ${redis.status}`));
+  const dial = redis.connect().then(
+    () => {
+      dialling.delete(redis);
+    },
+    (err: unknown) => {
+      dialling.delete(redis);
+      throw unavailable(url, err);
+    },
+  );
+  dialling.set(redis, dial);
+  return dial;
 }
 
 /** Maps a command's failure during an outage to ERR_REDIS_UNAVAILABLE; others pass through. */

@@ -245,6 +245,19 @@ describe('create and delete', () => {
     expect(await isSuperseded(scope.redis, scope.prefix, 'h3/app-1', older.generation)).toBe(true);
   });
 
+  it('a new client given many calls at once dials once, and every call is enqueued', async () => {
+    const fresh = new Kvm2Client({ redisUrl: scope.url, prefix: scope.prefix });
+    try {
+      const queued = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => fresh.delete(`hb/burst-${i}`)),
+      );
+      expect(new Set(queued.map((q) => q.jobId)).size).toBe(20);
+      expect(await queuedCount(hostQueue('hb'))).toBe(20);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it('refuses a malformed payload naming the field, and enqueues nothing', async () => {
     const queue = hostQueue('h4');
     expect(await queuedCount(queue)).toBe(0);
