@@ -1,7 +1,7 @@
 // bench/queue: kvm2's full job path against bare BullMQ workers doing the same no-op, in one
 // run, against the same Redis (issue #5; docs/benchmarks.md says how the target is read).
 //
-//   npm run bench:queue [-- --jobs 2000 --rounds 5 --warmup 2000 --concurrency 16
+//   npm run bench:queue [-- --jobs 2000 --rounds 5 --warmup 6000 --concurrency 16
 //                          --only kvm2|same|empty]
 //
 // Compiled first (tsconfig.bench.json), as the worker runs in production.
@@ -18,7 +18,8 @@
 // empty (context): the same plain Queue and Worker whose processor returns at once.
 //
 // Every side: an untimed warm-up round first (its code paths compiled), then per round a fresh
-// Redis prefix, its worker and producer in this process on connections of their own, one job
+// Redis prefix, its worker and producer in this process on connections of their own (kvm2's as
+// kvm2 makes them, writes coalesced per event-loop turn; BullMQ's plain ioredis ones), one job
 // run beforehand (connections up, scripts loaded), then `jobs` enqueued at once (every call
 // issued together, one call per job: Kvm2Client.delete or Queue.add) with kvm2's retention.
 // Latency of a job: its finishedOn − the instant its enqueue call began (kvm2's includes the
@@ -50,8 +51,11 @@ function arg(name: string, dflt: number): number {
 }
 const JOBS = arg('jobs', 2000);
 const ROUNDS = arg('rounds', 5);
-/** Jobs of an untimed round per side before the timed ones: every side's code paths compiled. */
-const WARMUP = arg('warmup', JOBS);
+/**
+ * Jobs of an untimed round per side before the timed ones: every side's code paths compiled.
+ * With one round's worth, kvm2's first timed round still ran 10–20% below its later ones.
+ */
+const WARMUP = arg('warmup', 3 * JOBS);
 const CONCURRENCY = arg('concurrency', 16);
 const onlyAt = process.argv.indexOf('--only');
 /** One side alone (for profiling): kvm2, same or empty. */
