@@ -56,7 +56,6 @@ interface RunTimes {
 export function makeProcessor(env: JobEnv, queue: string): Processor<unknown, JobReturn> {
   return (job, token) => {
     const startedAt = Date.now();
-    const controller = env.runs.start();
     // A delayed run leaves the queue's active set (freeing its global slot) at moveToDelayed,
     // before the processor returns: its end is taken there.
     const run: RunTimes = { endedAt: undefined };
@@ -69,23 +68,32 @@ export function makeProcessor(env: JobEnv, queue: string): Processor<unknown, Jo
       'kvm2.attempt': job.attemptsMade + 1,
       ...(instance === undefined ? {} : { 'kvm2.instance': instance }),
     };
+    const controller = env.runs.start();
     env.metrics.active(queue, 1);
-    return env.tracer
-      .startActiveSpan(
+    const ended = (): void => {
+      env.runs.end(controller);
+      env.metrics.active(queue, -1);
+    };
+    let running: Promise<JobReturn>;
+    try {
+      running = env.tracer.startActiveSpan(
         `kvm2.job.${op}`,
         { kind: SpanKind.CONSUMER, attributes },
         producerContext(job.data),
         (span) => runJob(env, queue, job, token, controller, span, run).finally(() => span.end()),
-      )
-      .finally(() => {
-        env.runs.end(controller);
-        env.metrics.active(queue, -1);
-        // One line per run (delayed re-queues included), with its wall-clock span: what the
-        // concurrency tests read back from every process's log. Built only when it is written.
-        if (!env.logger.isLevelEnabled('debug')) return;
-        const endedAt = run.endedAt ?? Date.now();
-        env.logger.debug({ queue, job: job.id, op, instance, startedAt, endedAt }, 'job run');
-      });
+      );
+    } catch (err) {
+      ended(); // a propagator or tracer that throws: the run is not left counted as active
+      throw err;
+    }
+    return running.finally(() => {
+      ended();
+      // One line per run (delayed re-queues included), with its wall-clock span: what the
+      // concurrency tests read back from every process's log. Built only when it is written.
+      if (!env.logger.isLevelEnabled('debug')) return;
+      const endedAt = run.endedAt ?? Date.now();
+      env.logger.debug({ queue, job: job.id, op, instance, startedAt, endedAt }, 'job run');
+    });
   };
 }
 

@@ -245,7 +245,7 @@ describe('create and delete', () => {
     expect(await isSuperseded(scope.redis, scope.prefix, 'h3/app-1', older.generation)).toBe(true);
   });
 
-  it('a new client given many calls at once dials once, and every call is enqueued', async () => {
+  it('a new client given many calls at once: each waits for the first dial and is enqueued', async () => {
     const fresh = new Kvm2Client({ redisUrl: scope.url, prefix: scope.prefix });
     try {
       const queued = await Promise.all(
