@@ -344,7 +344,8 @@ describe('malformed payloads', () => {
 });
 
 describe('Redis gone during shutdown', () => {
-  it('SIGTERM still ends the process in bounded time, with Redis unreachable', async () => {
+  /** A worker reaching Redis through a TCP proxy, started, then the proxy cut. */
+  async function workerWithRedisCut(): Promise<Awaited<ReturnType<typeof startWorker>>> {
     const proxy = await tcpProxy(Number(new URL(fleet.scope.url).port));
     const config = writeConfig(
       {},
@@ -353,6 +354,11 @@ describe('Redis gone during shutdown', () => {
     const w = await startWorker(config);
     await proxy.cut();
     await w.waitForLog((l) => l.msg === 'redis error', 10_000);
+    return w;
+  }
+
+  it('SIGTERM still ends the process in bounded time, with Redis unreachable', async () => {
+    const w = await workerWithRedisCut();
     w.kill('SIGTERM');
     const signalledAt = Date.now();
     const exit = await Promise.race([
@@ -365,14 +371,7 @@ describe('Redis gone during shutdown', () => {
   }, 120_000);
 
   it('a third signal exits at once (code 1) while the forced shutdown still waits on Redis', async () => {
-    const proxy = await tcpProxy(Number(new URL(fleet.scope.url).port));
-    const config = writeConfig(
-      {},
-      { redis: { url: `redis://127.0.0.1:${proxy.port}`, prefix: fleet.scope.prefix } },
-    );
-    const w = await startWorker(config);
-    await proxy.cut();
-    await w.waitForLog((l) => l.msg === 'redis error', 10_000);
+    const w = await workerWithRedisCut();
     w.kill('SIGTERM');
     await w.waitForLog((l) => l.msg === 'shutting down', 10_000);
     w.kill('SIGTERM');
