@@ -178,7 +178,7 @@ export class Kvm2Client {
     const redis = await this.#connection();
     try {
       const queued = await enqueueDelete(redis, this.prefix, (name) => this.#queue(name), data);
-      // Unconditional: always enqueued (only a delete with ifLatest can be turned away).
+      // Unconditional: always enqueued (only a delete with unrequestedSince can be turned away).
       if (queued === undefined) throw new Error(`delete of ${id} was not enqueued`);
       this.#remember(queued.jobId, queued.resultsFrom);
       return { jobId: queued.jobId, generation: queued.generation };

@@ -31,18 +31,18 @@ export function deleteData(id: string, traceContext?: TraceContext): JobData<'de
 
 /**
  * Enqueues a delete (deleteData's) on its host's queue; `queueFor` gives a queue by name. With
- * `ifLatest`, only while the instance's latest generation is still that one: undefined, and
- * nothing enqueued, when a request for the instance came since (generations.ts).
+ * `unrequestedSince` (Redis time, ms), only while no request for the instance was made at or
+ * after that instant: undefined, and nothing enqueued, when one was (generations.ts).
  */
 export async function enqueueDelete(
   redis: Redis,
   prefix: string,
   queueFor: (name: string) => Queue,
   data: JobData<'delete'>,
-  options: { readonly ifLatest?: number } = {},
+  options: { readonly unrequestedSince?: number } = {},
 ): Promise<EnqueuedDelete | undefined> {
   const { host } = parseInstanceId(data.id);
-  const allocated = await allocateGeneration(redis, prefix, data.id, options.ifLatest);
+  const allocated = await allocateGeneration(redis, prefix, data.id, options.unrequestedSince);
   if (allocated === undefined) return undefined;
   const { generation, resultsFrom } = allocated;
   const jobId = randomUUID();

@@ -3,9 +3,11 @@
 // `superseded` without touching the host. A repeat of the same create (same uid) yields the
 // first job and its generation: it must never supersede the original.
 //
-// Two numbers per instance, both with a TTL refreshed on every touch:
+// Three numbers per instance, each with a TTL refreshed on every touch:
 //   <prefix>:gen:<id>         INCR: allocates generations
 //   <prefix>:gen-latest:<id>  the highest generation known to have a job: what "superseded"
+//                             compares against
+//   <prefix>:gen-at:<id>      when the last generation was allocated (Redis time, ms): what GC
 //                             compares against
 // and one per create:
 //   <prefix>:create:<uid>     hash { jobId, generation, digest, enqueued, instanceId,
@@ -27,7 +29,13 @@
 // in the repeat path only makes "add the same command twice" idempotent.
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { createKey, generationKey, latestGenerationKey, resultsKey } from './names.js';
+import {
+  createKey,
+  generationKey,
+  latestGenerationKey,
+  requestedAtKey,
+  resultsKey,
+} from './names.js';
 import { LuaScript } from './script.js';
 
 export const CREATE_RESERVATION_TTL_S = 7 * 24 * 3600;
@@ -36,8 +44,9 @@ export const GENERATION_TTL_S = 30 * 24 * 3600;
 
 // Allocates the next generation of the instance in KEYS[counter]: never at or below the latest
 // committed one, even when the counter lapsed before gen-latest (whose TTL every job run
-// refreshes): a new request must never come out older than an earlier one.
-// Wants `counterKey`, `latestKey` and `genTtl`; sets `gen`.
+// refreshes): a new request must never come out older than an earlier one. Records when, by
+// Redis's clock (the one GC's start is read from).
+// Wants `counterKey`, `latestKey`, `atKey` and `genTtl`; sets `gen`.
 const NEXT_GENERATION_LUA = `
 local gen = redis.call('INCR', counterKey)
 local latestNow = tonumber(redis.call('GET', latestKey) or '0')
@@ -46,9 +55,11 @@ if gen <= latestNow then
   redis.call('SET', counterKey, gen)
 end
 redis.call('EXPIRE', counterKey, genTtl)
+local t = redis.call('TIME')
+redis.call('SET', atKey, tostring(t[1] * 1000 + math.floor(t[2] / 1000)), 'EX', genTtl)
 `;
 
-// KEYS: createKey, generationKey, resultsKey, latestGenerationKey. ARGV: jobId, digest,
+// KEYS: createKey, generationKey, resultsKey, latestGenerationKey, requestedAtKey. ARGV: jobId, digest,
 // reservation TTL, gen TTL, instance id. Returns { jobId, generation, digest, enqueued, fresh,
 // results id to read from, instance id }. The results id is the stream's last id when the uid was
 // first reserved, kept in the reservation: a repeat's waitFor then still sees a result that
@@ -62,7 +73,7 @@ end
 local last = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)
 local lastId = '0-0'
 if #last > 0 then lastId = last[1][1] end
-local counterKey, latestKey, genTtl = KEYS[2], KEYS[4], ARGV[4]
+local counterKey, latestKey, atKey, genTtl = KEYS[2], KEYS[4], KEYS[5], ARGV[4]
 ${NEXT_GENERATION_LUA}
 redis.call('HSET', KEYS[1], 'jobId', ARGV[1], 'generation', gen, 'digest', ARGV[2],
   'enqueued', '0', 'instanceId', ARGV[5], 'resultsFrom', lastId)
@@ -70,17 +81,18 @@ redis.call('EXPIRE', KEYS[1], ARGV[3])
 return { ARGV[1], tostring(gen), ARGV[2], '0', '1', lastId, ARGV[5] }
 `);
 
-// KEYS: generationKey, resultsKey, latestGenerationKey. ARGV: gen TTL, and optionally the
-// latest generation the caller saw ('' for none). Returns { generation, last results id }, or
-// { '0', last results id, 'changed' } when the latest is no longer the one the caller saw.
+// KEYS: generationKey, resultsKey, latestGenerationKey, requestedAtKey. ARGV: gen TTL, and
+// optionally an instant (Redis time, ms; '' for none). Returns { generation, last results id },
+// or { '0', last results id, 'requested' } when a generation was allocated at or after it.
 const ALLOCATE = new LuaScript(`
 local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
 local lastId = '0-0'
 if #last > 0 then lastId = last[1][1] end
-if ARGV[2] ~= nil and ARGV[2] ~= '' and (redis.call('GET', KEYS[3]) or '0') ~= ARGV[2] then
-  return { '0', lastId, 'changed' }
+if ARGV[2] ~= nil and ARGV[2] ~= '' and
+    tonumber(redis.call('GET', KEYS[4]) or '0') >= tonumber(ARGV[2]) then
+  return { '0', lastId, 'requested' }
 end
-local counterKey, latestKey, genTtl = KEYS[1], KEYS[3], ARGV[1]
+local counterKey, latestKey, atKey, genTtl = KEYS[1], KEYS[3], KEYS[4], ARGV[1]
 ${NEXT_GENERATION_LUA}
 return { tostring(gen), lastId }
 `);
@@ -153,6 +165,7 @@ export async function reserveCreate(
         generationKey(prefix, args.instanceId),
         resultsKey(prefix),
         latestGenerationKey(prefix, args.instanceId),
+        requestedAtKey(prefix, args.instanceId),
       ],
       [args.jobId, args.digest, CREATE_RESERVATION_TTL_S, GENERATION_TTL_S, args.instanceId],
     ),
@@ -171,40 +184,37 @@ export async function reserveCreate(
 }
 
 /**
- * Step 1 for a delete: a new generation (and the results stream's last id). With `ifLatest`,
- * only while the instance's latest generation is still that one (GC: no request for the
- * instance came after it looked); undefined otherwise, and nothing is allocated.
+ * Step 1 for a delete: a new generation (and the results stream's last id). With
+ * `unrequestedSince` (Redis time, ms: redisTimeMs), only while no generation of the instance was
+ * allocated at or after that instant (GC: no request for the instance since it began looking);
+ * undefined otherwise, and nothing is allocated.
  */
 export async function allocateGeneration(
   redis: Redis,
   prefix: string,
   instanceId: string,
-  ifLatest?: number,
+  unrequestedSince?: number,
 ): Promise<{ readonly generation: number; readonly resultsFrom: string } | undefined> {
-  const [generation = '', from = '0-0', changed] = toArray(
+  const [generation = '', from = '0-0', requested] = toArray(
     await ALLOCATE.run(
       redis,
       [
         generationKey(prefix, instanceId),
         resultsKey(prefix),
         latestGenerationKey(prefix, instanceId),
+        requestedAtKey(prefix, instanceId),
       ],
-      [GENERATION_TTL_S, ifLatest === undefined ? '' : String(ifLatest)],
+      [GENERATION_TTL_S, unrequestedSince === undefined ? '' : String(unrequestedSince)],
     ),
   );
-  if (changed !== undefined) return undefined;
+  if (requested !== undefined) return undefined;
   return { generation: Number(generation), resultsFrom: from };
 }
 
-/** The latest generation of each instance (0 when none is known), in one round trip. */
-export async function latestGenerations(
-  redis: Redis,
-  prefix: string,
-  instanceIds: readonly string[],
-): Promise<number[]> {
-  if (instanceIds.length === 0) return [];
-  const values = await redis.mget(instanceIds.map((id) => latestGenerationKey(prefix, id)));
-  return values.map((v) => (v === null ? 0 : Number(v)));
+/** Redis's clock, in ms: the clock allocations record their instant with. */
+export async function redisTimeMs(redis: Redis): Promise<number> {
+  const [seconds, micros] = await redis.time();
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
 /**

@@ -44,6 +44,14 @@ export function latestGenerationKey(prefix: string, instanceId: string): string 
   return `${prefix}:gen-latest:${instanceId}`;
 }
 
+/**
+ * When the instance's last request was made (Redis time, ms), written with its generation: GC
+ * leaves alone an instance requested since it began looking.
+ */
+export function requestedAtKey(prefix: string, instanceId: string): string {
+  return `${prefix}:gen-at:${instanceId}`;
+}
+
 /** A create's reservation: uid → its job id and generation, so a repeat yields the same job. */
 export function createKey(prefix: string, uid: string): string {
   return `${prefix}:create:${uid}`;

@@ -18,7 +18,7 @@ import { deleteData, enqueueDelete } from '../../queues/enqueue.js';
 import {
   isSuperseded,
   latestGeneration,
-  latestGenerations,
+  redisTimeMs,
   requestDigest,
   reserveCreate,
 } from '../../queues/generations.js';
@@ -31,6 +31,7 @@ import {
   readResults,
   type JobResult,
 } from '../../queues/results.js';
+import { sleep } from '../harness/fault-kit.js';
 import { redisScope, type RedisScope } from '../harness/redis.js';
 
 let scope: RedisScope;
@@ -136,36 +137,46 @@ describe('create and delete', () => {
     expect(created.generation).toBe(third.generation + 1);
   });
 
-  it("GC's delete is enqueued only while no request for the instance came after it looked", async () => {
+  it("GC's delete is enqueued only while no request for the instance was made since the GC began", async () => {
     const queue = hostQueue('h1');
     const queueFor = (): Queue => queue;
-    const created = await client.create(request('gc-race'));
-    const [seen = -1] = await latestGenerations(scope.redis, scope.prefix, ['h1/gc-race']);
-    expect(seen).toBe(created.generation);
-    // A create that replaces the instance arrives between the GC's listing and its delete.
+    const older = await client.create(request('gc-older'));
+    const raced = await client.create(request('gc-race'));
+    await sleep(5); // past the millisecond of those requests
+    const began = await redisTimeMs(scope.redis);
+    // While the GC lists the hosts, a create replaces one of the instances it will find old.
     const replaced = await client.create(request('gc-race'));
+    expect(replaced.generation).toBe(raced.generation + 1);
+
     const counter = await scope.redis.get(generationKey(scope.prefix, 'h1/gc-race'));
     const before = await queuedCount(queue);
-    const data = deleteData('h1/gc-race');
-    const skipped = await enqueueDelete(scope.redis, scope.prefix, queueFor, data, {
-      ifLatest: seen,
-    });
+    const skipped = await enqueueDelete(
+      scope.redis,
+      scope.prefix,
+      queueFor,
+      deleteData('h1/gc-race'),
+      { unrequestedSince: began },
+    );
     expect(skipped).toBeUndefined();
     expect(await queuedCount(queue)).toBe(before);
     expect(await scope.redis.get(generationKey(scope.prefix, 'h1/gc-race'))).toBe(counter);
     expect(await isSuperseded(scope.redis, scope.prefix, 'h1/gc-race', replaced.generation)).toBe(
       false,
     );
-    // Nothing came since: the delete goes out, after the latest request.
-    const queued = await enqueueDelete(scope.redis, scope.prefix, queueFor, data, {
-      ifLatest: replaced.generation,
-    });
-    expect(queued?.generation).toBe(replaced.generation + 1);
+
+    // A request made before the GC began does not hold its delete back.
+    const queued = await enqueueDelete(
+      scope.redis,
+      scope.prefix,
+      queueFor,
+      deleteData('h1/gc-older'),
+      { unrequestedSince: began },
+    );
+    expect(queued?.generation).toBe(older.generation + 1);
     expect(await queuedCount(queue)).toBe(before + 1);
-    // An instance kvm2 never saw a request for: latest 0.
-    expect(await latestGenerations(scope.redis, scope.prefix, ['h1/never'])).toEqual([0]);
+    // Nor does an instance kvm2 never saw a request for.
     const fresh = await enqueueDelete(scope.redis, scope.prefix, queueFor, deleteData('h1/never'), {
-      ifLatest: 0,
+      unrequestedSince: began,
     });
     expect(fresh?.generation).toBe(1);
   });

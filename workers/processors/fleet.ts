@@ -1,6 +1,6 @@
 // The fleet-wide jobs: `gc` (queue gc) and `health` (queue health), SPEC §8.
 import { deleteData, enqueueDelete } from '../../queues/enqueue.js';
-import { latestGenerations } from '../../queues/generations.js';
+import { redisTimeMs } from '../../queues/generations.js';
 import { writeHealth } from '../../queues/health.js';
 import type { JobData } from '../../queues/registry.js';
 import { currentTraceContext } from '../../queues/client.js';
@@ -10,13 +10,13 @@ import { JobLocks } from '../job-locks.js';
 import { succeeded, type Step } from '../step.js';
 
 /**
- * GC of one tag: list every host (listByTag fails whole when any host cannot be listed, so a
- * partial view deletes nothing), note each victim's latest generation at once, sweep each
- * host's orphan kvm2 volumes, then enqueue a delete through the host's queue for each instance
- * that is not kept and is older than the grace period. Deletes go through the queues like any
- * request, so they take their generation and lock; each is enqueued only while no request for
- * its instance came after the GC looked (else it is skipped), and a create enqueued after the
- * GC's delete wins over it.
+ * GC of one tag: note when it begins (Redis's clock), list every host (listByTag fails whole
+ * when any host cannot be listed, so a partial view deletes nothing), sweep each host's orphan
+ * kvm2 volumes, then enqueue a delete through the host's queue for each instance that is not
+ * kept and is older than the grace period. Deletes go through the queues like any request, so
+ * they take their generation and lock; each is enqueued only while no request for its instance
+ * was made since the GC began (else it is skipped: a create that replaced the instance while the
+ * GC listed it must win), and a create enqueued after the GC's delete wins over it.
  */
 export async function processGc(
   env: JobEnv,
@@ -24,6 +24,9 @@ export async function processGc(
   signal: AbortSignal,
 ): Promise<Step> {
   const now = Date.now();
+  // Before the listing: a request for a victim made from here on (a create that replaces it
+  // while the hosts are listed) must win, so its delete goes out only if none was.
+  const began = await redisTimeMs(env.redis);
   const instances = await env.provider.listByTag(data.tag, { signal });
   const keep = new Set(data.keep);
   const kept = instances.filter((i) => keep.has(i.id));
@@ -33,16 +36,6 @@ export async function processGc(
   const victims = instances.filter(
     (i) => !keep.has(i.id) && isOlder(i.createdAt, now, data.graceMs),
   );
-  // What the GC saw, read right after the listing: a request for a victim enqueued from here on
-  // (a create that replaces it) must win, so the victim's delete goes out only while this is
-  // still its latest generation. (One enqueued while the hosts were being listed is taken as
-  // older than the GC.)
-  const seen = await latestGenerations(
-    env.redis,
-    env.prefix,
-    victims.map((i) => i.id),
-  );
-
   // With a job's locks (JobLocks) a busy instance is skipped by the sweep, never waited on.
   const provider = env.provider.withLocks(new JobLocks(env.locks));
   const sweeps = await Promise.all(
@@ -55,11 +48,11 @@ export async function processGc(
   const traceContext = currentTraceContext();
   const deleting: string[] = [];
   const overtaken: string[] = [];
-  for (const [i, instance] of victims.entries()) {
+  for (const instance of victims) {
     signal.throwIfAborted();
     const request = deleteData(instance.id, traceContext);
     const queued = await enqueueDelete(env.redis, env.prefix, env.queueFor, request, {
-      ifLatest: seen[i] ?? 0,
+      unrequestedSince: began,
     });
     (queued === undefined ? overtaken : deleting).push(instance.id);
   }
@@ -78,7 +71,7 @@ export async function processGc(
     message:
       `tag '${data.tag}': ${instances.length} instances, deleting ${deleting.length}` +
       ` (${kept.length} kept, ${young.length} within the grace period` +
-      `${overtaken.length === 0 ? '' : `, ${overtaken.length} requested again since the GC looked`});` +
+      `${overtaken.length === 0 ? '' : `, ${overtaken.length} requested since the GC began`});` +
       ` removed ${removed.length} orphan volumes`,
   });
 }
