@@ -31,8 +31,8 @@ export function deleteData(id: string, traceContext?: TraceContext): JobData<'de
 
 /**
  * Enqueues a delete (deleteData's) on its host's queue; `queueFor` gives a queue by name. With
- * `unrequestedSince` (Redis time, ms), only while no request for the instance was made at or
- * after that instant: undefined, and nothing enqueued, when one was (generations.ts).
+ * `unrequestedSince` (a requestCount), only while no request for the instance was made after
+ * that count was read: undefined, and nothing enqueued, when one was (generations.ts).
  */
 export async function enqueueDelete(
   redis: Redis,

@@ -3,20 +3,21 @@
 // `superseded` without touching the host. A repeat of the same create (same uid) yields the
 // first job and its generation: it must never supersede the original.
 //
-// Three numbers per instance, each with a TTL refreshed on every touch:
+// Three numbers per instance, each with a TTL refreshed when it is written:
 //   <prefix>:gen:<id>         INCR: allocates generations
 //   <prefix>:gen-latest:<id>  the highest generation known to have a job: what "superseded"
 //                             compares against
-//   <prefix>:gen-at:<id>      when the last generation was allocated (Redis time, ms): what GC
-//                             compares against
+//   <prefix>:gen-req:<id>     <prefix>:requests (one INCR counter of every allocation, no TTL)
+//                             at the instance's last allocation: what GC compares against
 // and one per create:
 //   <prefix>:create:<uid>     hash { jobId, generation, digest, enqueued, instanceId,
 //                             resultsFrom } for 7 days
 //
 // The order, and what a crash at each point leaves (docs/results.md, "Generations"):
 //   1. reserve (one Lua script): a create whose uid is reserved gets the reserved job id and
-//      generation back and allocates nothing; otherwise INCR the counter, and record the
-//      reservation (enqueued = 0). Atomic, so two racing repeats get the same answer.
+//      generation back and allocates nothing; otherwise INCR the counter, record the request's
+//      place (gen-req) and the reservation (enqueued = 0). Atomic, so two racing repeats get
+//      the same answer. (A delete's step 1 is the same allocation, without a reservation.)
 //   2. add the job to BullMQ with that job id and generation in its data.
 //   3. commit (one Lua script): gen-latest = max(gen-latest, generation); mark the
 //      reservation enqueued.
@@ -32,8 +33,9 @@ import type { Redis } from 'ioredis';
 import {
   createKey,
   generationKey,
+  lastRequestKey,
   latestGenerationKey,
-  requestedAtKey,
+  requestCounterKey,
   resultsKey,
 } from './names.js';
 import { LuaScript } from './script.js';
@@ -44,9 +46,9 @@ export const GENERATION_TTL_S = 30 * 24 * 3600;
 
 // Allocates the next generation of the instance in KEYS[counter]: never at or below the latest
 // committed one, even when the counter lapsed before gen-latest (whose TTL every job run
-// refreshes): a new request must never come out older than an earlier one. Records when, by
-// Redis's clock (the one GC's start is read from).
-// Wants `counterKey`, `latestKey`, `atKey` and `genTtl`; sets `gen`.
+// refreshes): a new request must never come out older than an earlier one. Records the request's
+// place in the order of all requests (what GC's start is read against).
+// Wants `counterKey`, `latestKey`, `requestsKey`, `lastRequestKey` and `genTtl`; sets `gen`.
 const NEXT_GENERATION_LUA = `
 local gen = redis.call('INCR', counterKey)
 local latestNow = tonumber(redis.call('GET', latestKey) or '0')
@@ -55,13 +57,12 @@ if gen <= latestNow then
   redis.call('SET', counterKey, gen)
 end
 redis.call('EXPIRE', counterKey, genTtl)
-local t = redis.call('TIME')
-redis.call('SET', atKey, tostring(t[1] * 1000 + math.floor(t[2] / 1000)), 'EX', genTtl)
+redis.call('SET', lastRequestKey, redis.call('INCR', requestsKey), 'EX', genTtl)
 `;
 
-// KEYS: createKey, generationKey, resultsKey, latestGenerationKey, requestedAtKey. ARGV: jobId, digest,
-// reservation TTL, gen TTL, instance id. Returns { jobId, generation, digest, enqueued, fresh,
-// results id to read from, instance id }. The results id is the stream's last id when the uid was
+// KEYS: createKey, generationKey, resultsKey, latestGenerationKey, lastRequestKey,
+// requestCounterKey. ARGV: jobId, digest, reservation TTL, gen TTL, instance id. Returns { jobId,
+// generation, digest, enqueued, fresh, results id to read from, instance id }. The results id is the stream's last id when the uid was
 // first reserved, kept in the reservation: a repeat's waitFor then still sees a result that
 // came meanwhile.
 const RESERVE_CREATE = new LuaScript(`
@@ -73,7 +74,8 @@ end
 local last = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)
 local lastId = '0-0'
 if #last > 0 then lastId = last[1][1] end
-local counterKey, latestKey, atKey, genTtl = KEYS[2], KEYS[4], KEYS[5], ARGV[4]
+local counterKey, latestKey, genTtl = KEYS[2], KEYS[4], ARGV[4]
+local lastRequestKey, requestsKey = KEYS[5], KEYS[6]
 ${NEXT_GENERATION_LUA}
 redis.call('HSET', KEYS[1], 'jobId', ARGV[1], 'generation', gen, 'digest', ARGV[2],
   'enqueued', '0', 'instanceId', ARGV[5], 'resultsFrom', lastId)
@@ -81,18 +83,20 @@ redis.call('EXPIRE', KEYS[1], ARGV[3])
 return { ARGV[1], tostring(gen), ARGV[2], '0', '1', lastId, ARGV[5] }
 `);
 
-// KEYS: generationKey, resultsKey, latestGenerationKey, requestedAtKey. ARGV: gen TTL, and
-// optionally an instant (Redis time, ms; '' for none). Returns { generation, last results id },
-// or { '0', last results id, 'requested' } when a generation was allocated at or after it.
+// KEYS: generationKey, resultsKey, latestGenerationKey, lastRequestKey, requestCounterKey.
+// ARGV: gen TTL, and optionally a request count ('' for none). Returns { generation, last
+// results id }, or { '0', last results id, 'requested' } when the instance's last request came
+// after that count.
 const ALLOCATE = new LuaScript(`
 local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
 local lastId = '0-0'
 if #last > 0 then lastId = last[1][1] end
 if ARGV[2] ~= nil and ARGV[2] ~= '' and
-    tonumber(redis.call('GET', KEYS[4]) or '0') >= tonumber(ARGV[2]) then
+    tonumber(redis.call('GET', KEYS[4]) or '0') > tonumber(ARGV[2]) then
   return { '0', lastId, 'requested' }
 end
-local counterKey, latestKey, atKey, genTtl = KEYS[1], KEYS[3], KEYS[4], ARGV[1]
+local counterKey, latestKey, genTtl = KEYS[1], KEYS[3], ARGV[1]
+local lastRequestKey, requestsKey = KEYS[4], KEYS[5]
 ${NEXT_GENERATION_LUA}
 return { tostring(gen), lastId }
 `);
@@ -165,7 +169,8 @@ export async function reserveCreate(
         generationKey(prefix, args.instanceId),
         resultsKey(prefix),
         latestGenerationKey(prefix, args.instanceId),
-        requestedAtKey(prefix, args.instanceId),
+        lastRequestKey(prefix, args.instanceId),
+        requestCounterKey(prefix),
       ],
       [args.jobId, args.digest, CREATE_RESERVATION_TTL_S, GENERATION_TTL_S, args.instanceId],
     ),
@@ -185,9 +190,9 @@ export async function reserveCreate(
 
 /**
  * Step 1 for a delete: a new generation (and the results stream's last id). With
- * `unrequestedSince` (Redis time, ms: redisTimeMs), only while no generation of the instance was
- * allocated at or after that instant (GC: no request for the instance since it began looking);
- * undefined otherwise, and nothing is allocated.
+ * `unrequestedSince` (a requestCount), only while the instance's last request came no later
+ * than that count (GC: no request for the instance since it began looking); undefined
+ * otherwise, and nothing is allocated.
  */
 export async function allocateGeneration(
   redis: Redis,
@@ -202,7 +207,8 @@ export async function allocateGeneration(
         generationKey(prefix, instanceId),
         resultsKey(prefix),
         latestGenerationKey(prefix, instanceId),
-        requestedAtKey(prefix, instanceId),
+        lastRequestKey(prefix, instanceId),
+        requestCounterKey(prefix),
       ],
       [GENERATION_TTL_S, unrequestedSince === undefined ? '' : String(unrequestedSince)],
     ),
@@ -211,10 +217,13 @@ export async function allocateGeneration(
   return { generation: Number(generation), resultsFrom: from };
 }
 
-/** Redis's clock, in ms: the clock allocations record their instant with. */
-export async function redisTimeMs(redis: Redis): Promise<number> {
-  const [seconds, micros] = await redis.time();
-  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+/**
+ * How many requests (generation allocations) have been made so far: a request made after this
+ * read gets a higher place in the order. Counts, not clocks: no clock step or skew between
+ * Redis servers can put a later request before it.
+ */
+export async function requestCount(redis: Redis, prefix: string): Promise<number> {
+  return Number((await redis.get(requestCounterKey(prefix))) ?? '0');
 }
 
 /**

@@ -44,12 +44,17 @@ export function latestGenerationKey(prefix: string, instanceId: string): string 
   return `${prefix}:gen-latest:${instanceId}`;
 }
 
+/** Counts every request (generation allocation) of every instance: the order GC reads. */
+export function requestCounterKey(prefix: string): string {
+  return `${prefix}:requests`;
+}
+
 /**
- * When the instance's last request was made (Redis time, ms), written with its generation: GC
+ * The request counter's value at the instance's last request, written with its generation: GC
  * leaves alone an instance requested since it began looking.
  */
-export function requestedAtKey(prefix: string, instanceId: string): string {
-  return `${prefix}:gen-at:${instanceId}`;
+export function lastRequestKey(prefix: string, instanceId: string): string {
+  return `${prefix}:gen-req:${instanceId}`;
 }
 
 /** A create's reservation: uid → its job id and generation, so a repeat yields the same job. */

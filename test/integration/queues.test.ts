@@ -18,7 +18,7 @@ import { deleteData, enqueueDelete } from '../../queues/enqueue.js';
 import {
   isSuperseded,
   latestGeneration,
-  redisTimeMs,
+  requestCount,
   requestDigest,
   reserveCreate,
 } from '../../queues/generations.js';
@@ -31,7 +31,6 @@ import {
   readResults,
   type JobResult,
 } from '../../queues/results.js';
-import { sleep } from '../harness/fault-kit.js';
 import { redisScope, type RedisScope } from '../harness/redis.js';
 
 let scope: RedisScope;
@@ -142,8 +141,7 @@ describe('create and delete', () => {
     const queueFor = (): Queue => queue;
     const older = await client.create(request('gc-older'));
     const raced = await client.create(request('gc-race'));
-    await sleep(5); // past the millisecond of those requests
-    const began = await redisTimeMs(scope.redis);
+    const began = await requestCount(scope.redis, scope.prefix);
     // While the GC lists the hosts, a create replaces one of the instances it will find old.
     const replaced = await client.create(request('gc-race'));
     expect(replaced.generation).toBe(raced.generation + 1);

@@ -1,6 +1,6 @@
 // The fleet-wide jobs: `gc` (queue gc) and `health` (queue health), SPEC §8.
 import { deleteData, enqueueDelete } from '../../queues/enqueue.js';
-import { redisTimeMs } from '../../queues/generations.js';
+import { requestCount } from '../../queues/generations.js';
 import { writeHealth } from '../../queues/health.js';
 import type { JobData } from '../../queues/registry.js';
 import { currentTraceContext } from '../../queues/client.js';
@@ -10,7 +10,7 @@ import { JobLocks } from '../job-locks.js';
 import { succeeded, type Step } from '../step.js';
 
 /**
- * GC of one tag: note when it begins (Redis's clock), list every host (listByTag fails whole
+ * GC of one tag: note how many requests were made before it began, list every host (listByTag fails whole
  * when any host cannot be listed, so a partial view deletes nothing), sweep each host's orphan
  * kvm2 volumes, then enqueue a delete through the host's queue for each instance that is not
  * kept and is older than the grace period. Deletes go through the queues like any request, so
@@ -26,7 +26,7 @@ export async function processGc(
   const now = Date.now();
   // Before the listing: a request for a victim made from here on (a create that replaces it
   // while the hosts are listed) must win, so its delete goes out only if none was.
-  const began = await redisTimeMs(env.redis);
+  const began = await requestCount(env.redis, env.prefix);
   const instances = await env.provider.listByTag(data.tag, { signal });
   const keep = new Set(data.keep);
   const kept = instances.filter((i) => keep.has(i.id));

@@ -1,0 +1,73 @@
+// processGc (workers/processors/fleet.ts) against the real Redis and BullMQ: a request for an
+// instance made while the GC lists the hosts wins over the GC, because the GC reads the request
+// count before it lists. The provider here only lists: a real host's listing takes its time, and
+// an app's request landing inside it is a timing no real daemon can be made to show on cue.
+import { Queue } from 'bullmq';
+import pino from 'pino';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { Kvm2Client } from '../../queues/client.js';
+import { hostQueueName } from '../../queues/names.js';
+import type { Instance } from '../../src/provider/instance.js';
+import type { JobEnv } from '../../workers/env.js';
+import { RedisLocks } from '../../workers/locks.js';
+import { processGc } from '../../workers/processors/fleet.js';
+import { redisScope, type RedisScope } from '../harness/redis.js';
+
+let scope: RedisScope;
+let client: Kvm2Client;
+let queue: Queue;
+
+beforeAll(async () => {
+  scope = await redisScope('gc-race');
+  client = new Kvm2Client({ redisUrl: scope.url, prefix: scope.prefix });
+  queue = new Queue(hostQueueName('h1'), { connection: scope.redis, prefix: scope.prefix });
+});
+
+afterAll(async () => {
+  await queue?.close();
+  await client?.close();
+  await scope?.cleanup();
+});
+
+function request(name: string) {
+  return { host: 'h1', name, image: 'debian-12', tag: 'ci', userData: '#cloud-config\n' };
+}
+
+it('a create made while the GC lists the hosts wins: its instance is left alone this round', async () => {
+  await client.create(request('listed'));
+  await client.create(request('stale'));
+  const longAgo = '2020-01-01T00:00:00.000Z';
+  const listing = ['h1/listed', 'h1/stale'].map((id) => ({ id, createdAt: longAgo }) as Instance);
+  const provider = {
+    listByTag: async () => {
+      // An app replaces one of the instances while its host is being listed.
+      await client.create(request('listed'));
+      return listing;
+    },
+    withLocks: () => provider,
+    sweepOrphanVolumes: () => Promise.resolve({ removed: [] }),
+  };
+  const env = {
+    config: { hosts: [] },
+    prefix: scope.prefix,
+    provider,
+    redis: scope.redis,
+    locks: new RedisLocks({ client: scope.redis, prefix: scope.prefix }),
+    logger: pino({ level: 'silent' }),
+    queueFor: () => queue,
+  } as unknown as JobEnv;
+
+  const step = await processGc(
+    env,
+    { tag: 'ci', keep: [], graceMs: 0 },
+    new AbortController().signal,
+  );
+  expect(step).toMatchObject({ type: 'result', outcome: 'succeeded' });
+  const message = step.type === 'result' ? (step.fields.message ?? '') : '';
+  expect(message).toContain('deleting 1');
+  expect(message).toContain('1 requested since the GC began');
+  const deletes = (await queue.getJobs(['waiting', 'prioritized']))
+    .filter((j) => j.name === 'delete')
+    .map((j) => (j.data as { id: string }).id);
+  expect(deletes).toEqual(['h1/stale']);
+});
