@@ -62,9 +62,9 @@ redis.call('SET', lastRequestKey, redis.call('INCR', requestsKey), 'EX', genTtl)
 
 // KEYS: createKey, generationKey, resultsKey, latestGenerationKey, lastRequestKey,
 // requestCounterKey. ARGV: jobId, digest, reservation TTL, gen TTL, instance id. Returns { jobId,
-// generation, digest, enqueued, fresh, results id to read from, instance id }. The results id is the stream's last id when the uid was
-// first reserved, kept in the reservation: a repeat's waitFor then still sees a result that
-// came meanwhile.
+// generation, digest, enqueued, fresh, results id to read from, instance id }. The results id
+// is the stream's last id when the uid was first reserved, kept in the reservation: a repeat's
+// waitFor then still sees a result that came meanwhile.
 const RESERVE_CREATE = new LuaScript(`
 local r = redis.call('HMGET', KEYS[1], 'jobId', 'generation', 'digest', 'enqueued', 'instanceId',
   'resultsFrom')

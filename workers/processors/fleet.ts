@@ -10,13 +10,14 @@ import { JobLocks } from '../job-locks.js';
 import { succeeded, type Step } from '../step.js';
 
 /**
- * GC of one tag: note how many requests were made before it began, list every host (listByTag fails whole
- * when any host cannot be listed, so a partial view deletes nothing), sweep each host's orphan
- * kvm2 volumes, then enqueue a delete through the host's queue for each instance that is not
- * kept and is older than the grace period. Deletes go through the queues like any request, so
- * they take their generation and lock; each is enqueued only while no request for its instance
- * was made since the GC began (else it is skipped: a create that replaced the instance while the
- * GC listed it must win), and a create enqueued after the GC's delete wins over it.
+ * GC of one tag: note how many requests were made before it began, list every host (listByTag
+ * fails whole when any host cannot be listed, so a partial view deletes nothing), sweep each
+ * host's orphan kvm2 volumes, then enqueue a delete through the host's queue for each instance
+ * that is not kept and is older than the grace period. Deletes go through the queues like any
+ * request, so they take their generation and lock; each is enqueued only while no request for
+ * its instance was made since the GC began (else it is skipped: a create that replaced the
+ * instance while the GC listed it must win), and a create enqueued after the GC's delete wins
+ * over it.
  */
 export async function processGc(
   env: JobEnv,
