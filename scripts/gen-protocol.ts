@@ -10,8 +10,9 @@
 // the ones whose `/** ... */` annotation says @readstream or @writestream.
 //
 // Usage: npx tsx scripts/gen-protocol.ts [--source DIR] [--out FILE] [--check]
-//   DIR defaults to $LIBVIRT_SOURCE, then /tmp/libvirt-src/libvirt-9.0.0 (`apt-get source
-//   libvirt`). The .x files are read from there and never copied into this repository.
+//   DIR defaults to $LIBVIRT_SOURCE, then /var/cache/kvm2/libvirt-src/installed (where
+//   `npm run setup` unpacks Debian's source package of the installed libvirt). The .x files
+//   are read from there and never copied into this repository.
 //   --check exits 1 if the output file differs from a fresh generation.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -90,7 +91,8 @@ export const ALLOWLIST: readonly string[] = [
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const OUTPUT_FILE = join(REPO_ROOT, 'src/libvirt/protocol.gen.ts');
-export const DEFAULT_SOURCE = '/tmp/libvirt-src/libvirt-9.0.0';
+/** Debian's source package of the installed libvirt, as `npm run setup` unpacks it. */
+export const DEFAULT_SOURCE = '/var/cache/kvm2/libvirt-src/installed';
 
 function main(): void {
   const { values } = parseArgs({

@@ -26,6 +26,8 @@ PACKAGES=(
   # validates docker-compose.yml (no Docker engine runs here)
   docker-compose
   procps
+  # unpacks libvirt's Debian source package (its .x protocol files) for the generator's check
+  dpkg-dev xz-utils
 )
 
 missing=()
@@ -46,7 +48,11 @@ getent group libvirt >/dev/null || groupadd --system libvirt
 id libvirt-qemu >/dev/null 2>&1 ||
   useradd --system --no-create-home --home-dir /var/lib/libvirt --shell /usr/sbin/nologin \
     -g libvirt-qemu -G kvm libvirt-qemu
-mkdir -p /var/log/libvirt /var/run/libvirt /var/lib/libvirt/images /run/sshd
+# Every directory libvirt and the tests write to, made here rather than left to whichever
+# daemon (re)start happens to make it: libvirtd started on a new machine does not make
+# /var/log/libvirt/qemu, and every domain with a serial log file there then fails to start.
+mkdir -p /var/log/libvirt/qemu /var/run/libvirt /var/lib/libvirt/images /var/lib/libvirt/qemu \
+  /var/cache/libvirt/qemu /run/sshd /var/cache/kvm2
 if [ -e /dev/kvm ]; then chgrp kvm /dev/kvm && chmod 660 /dev/kvm; fi
 
 running() { pgrep -x "$1" >/dev/null 2>&1; }
@@ -80,6 +86,39 @@ fi
 pool_state=$(virsh -q pool-info default | awk '/^State:/ {print $2}')
 [ "$pool_state" = running ] || virsh -q pool-start default >/dev/null
 virsh -q pool-autostart default >/dev/null 2>&1 || true
+
+# libvirt's protocol definitions (remote_protocol.x and friends) from Debian's source package
+# of the installed libvirt, for the check that src/libvirt/protocol.gen.ts is what the
+# generator makes of them (test/unit/protocol-gen.test.ts). Kept in /var/cache/kvm2, reached
+# through the link `installed`; only the files the generator reads are kept.
+LIBVIRT_SRC_ROOT=/var/cache/kvm2/libvirt-src
+libvirt_version=$(dpkg-query -W -f='${source:Version}' libvirt-daemon)
+src_dir="$LIBVIRT_SRC_ROOT/$libvirt_version"
+if [ ! -f "$src_dir/tree/src/remote/remote_protocol.x" ]; then
+  log "fetching Debian's libvirt source package $libvirt_version (its .x protocol files)"
+  if ! apt-get source --print-uris -qq "libvirt=$libvirt_version" 2>/dev/null | grep -q .; then
+    # The machine's apt sources carry only binary packages: the same archives, as deb-src.
+    if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+      sed 's/^Types:.*/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
+        >/etc/apt/sources.list.d/kvm2-deb-src.sources
+    else
+      sed -n 's/^deb /deb-src /p' /etc/apt/sources.list >/etc/apt/sources.list.d/kvm2-deb-src.list
+    fi
+    apt-get update -qq
+  fi
+  scratch=$(mktemp -d "$LIBVIRT_SRC_ROOT.XXXXXX")
+  (cd "$scratch" && apt-get source -qq "libvirt=$libvirt_version" >/dev/null 2>&1) || {
+    rm -rf "$scratch"
+    echo "setup: apt-get source libvirt=$libvirt_version failed" >&2
+    exit 1
+  }
+  tree=$(find "$scratch" -mindepth 1 -maxdepth 1 -type d -name 'libvirt-*' | head -n 1)
+  rm -rf "$src_dir" && mkdir -p "$src_dir/tree/src"
+  cp "$tree/meson.build" "$src_dir/tree/"
+  cp -r "$tree/src/remote" "$tree/src/rpc" "$src_dir/tree/src/"
+  rm -rf "$scratch"
+fi
+ln -sfn "$libvirt_version/tree" "$LIBVIRT_SRC_ROOT/installed"
 
 if [ -f package-lock.json ]; then
   log "npm ci"

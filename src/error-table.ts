@@ -588,6 +588,12 @@ const rows: ErrorTableRow[] = [
   },
   {
     source: 'kvm2',
+    match: 'ERR_SERIAL_LOG',
+    kind: 'permanent',
+    why: "libvirt cannot open the serial log file in the host's serialLogDir (missing or unwritable): a setting to fix, not a fault to retry; the instance is removed.",
+  },
+  {
+    source: 'kvm2',
     match: 'ERR_DOMAIN_NOT_RUNNING',
     kind: 'permanent',
     why: "The domain was paused or suspended before kvm2 started it: an administrator's doing.",

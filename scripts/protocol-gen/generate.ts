@@ -221,8 +221,9 @@ export function generateProtocol(opts: GenerateOptions): GenerateResult {
     ...files.map(([f, h]) => `//   ${f} (sha256 ${h.slice(0, 16)})`),
     `// Regenerate: npx tsx scripts/gen-protocol.ts --source <libvirt-${version} source tree>`,
     '// (or `npm run gen:protocol`; the source defaults to $LIBVIRT_SOURCE, then',
-    `// /tmp/libvirt-src/libvirt-${version}). To add a procedure, add its REMOTE_PROC_ name to the`,
-    '// allowlist in scripts/gen-protocol.ts. Field comments give the .x declaration, in wire order.',
+    '// /var/cache/kvm2/libvirt-src/installed, which `npm run setup` fills). To add a procedure,',
+    '// add its REMOTE_PROC_ name to the allowlist in scripts/gen-protocol.ts. Field comments give',
+    '// the .x declaration, in wire order.',
     '',
     "import type { Procedure } from './procedure.js';",
     usesXdrError

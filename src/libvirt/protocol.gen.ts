@@ -4,8 +4,9 @@
 //   src/rpc/virkeepaliveprotocol.x (sha256 aa5cfe80ec7eef09)
 // Regenerate: npx tsx scripts/gen-protocol.ts --source <libvirt-9.0.0 source tree>
 // (or `npm run gen:protocol`; the source defaults to $LIBVIRT_SOURCE, then
-// /tmp/libvirt-src/libvirt-9.0.0). To add a procedure, add its REMOTE_PROC_ name to the
-// allowlist in scripts/gen-protocol.ts. Field comments give the .x declaration, in wire order.
+// /var/cache/kvm2/libvirt-src/installed, which `npm run setup` fills). To add a procedure,
+// add its REMOTE_PROC_ name to the allowlist in scripts/gen-protocol.ts. Field comments give
+// the .x declaration, in wire order.
 
 import type { Procedure } from './procedure.js';
 import type { XdrReader, XdrWriter } from './xdr.js';

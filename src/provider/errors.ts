@@ -13,6 +13,7 @@ export type ProviderErrorCode =
   | 'ERR_POOL_FULL'
   | 'ERR_DOMAIN_NOT_RUNNING'
   | 'ERR_DOMAIN_DIED'
+  | 'ERR_SERIAL_LOG'
   | 'ERR_NOT_FOUND'
   | 'ERR_HOST_OBJECT_MISSING'
   | 'ERR_IMAGE_HTTP'

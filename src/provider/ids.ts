@@ -92,6 +92,15 @@ export function seedVolumeName(name: string): string {
   return `${KVM2_PREFIX}${checkedName(name)}-seed.iso`;
 }
 
+/**
+ * The file libvirt writes the instance's serial console to, in the host's serialLogDir. The
+ * dot is what no DNS label has: libvirt's own log of a domain `web-serial` is
+ * `web-serial.log`, while this one of `web` is `web.serial.log`.
+ */
+export function serialLogFile(dir: string, name: string): string {
+  return `${dir === '/' ? '' : dir}/${checkedName(name)}.serial.log`;
+}
+
 export type InstanceVolumeRole = 'overlay' | 'seed';
 
 /**

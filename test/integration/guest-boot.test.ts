@@ -14,6 +14,8 @@ import { buildSeed } from '../../src/provider/seed/seed.js';
 import { buildDomainXml } from '../../src/provider/xml/domain.js';
 import { ensureGuestImage, type GuestImage } from '../harness/guest-image.js';
 import { uniqueName, virsh } from '../harness/virsh.js';
+import { DEFAULT_SERIAL_LOG_DIR } from '../../src/provider/config/schema.js';
+import { serialLogFile } from '../../src/provider/ids.js';
 
 const pool = 'default';
 const rand = Math.random().toString(36).slice(2, 8);
@@ -28,7 +30,7 @@ const volumes = {
   overlay: `${domainName}.qcow2`,
   seed: `${domainName}-seed.iso`,
 };
-const serialLogPath = `/var/log/libvirt/qemu/${domainName}-serial.log`;
+const serialLogPath = serialLogFile(DEFAULT_SERIAL_LOG_DIR, domainName);
 // Documentation range (RFC 5737): the NIC sits on an isolated bridge, so nothing is routed.
 const address = `192.0.2.${10 + Math.floor(Math.random() * 240)}`;
 const mac = `52:54:00:${[0, 0, 0]
@@ -166,7 +168,7 @@ afterAll(async () => {
     await attempt(() => virsh(['undefine', '--nvram', domainName]));
   }
   await attempt(() => rm(serialLogPath, { force: true }));
-  await attempt(() => rm(`/var/log/libvirt/qemu/${domainName}.log`, { force: true }));
+  await attempt(() => rm(`${DEFAULT_SERIAL_LOG_DIR}/${domainName}.log`, { force: true }));
   // Overlay before base: libvirt does not mind, but a reader of the pool might.
   for (const name of [...created.volumes].reverse()) {
     await attempt(() => virsh(['vol-delete', '--pool', pool, name]));

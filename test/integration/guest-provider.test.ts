@@ -21,6 +21,8 @@ import {
 import { startSshd, type Sshd } from '../harness/sshd.js';
 import { uniqueName, virsh } from '../harness/virsh.js';
 import { testHost } from '../harness/test-host.js';
+import { DEFAULT_SERIAL_LOG_DIR } from '../../src/provider/config/schema.js';
+import { serialLogFile } from '../../src/provider/ids.js';
 
 const BOOT_BUDGET_MS = 150_000;
 
@@ -99,7 +101,7 @@ it('create → the guest reads the seed and get reports running with the agent a
     );
     expect(inst).toMatchObject({ state: 'running', address, uid, name, tag: 'guest-test' });
 
-    const log = fs.readFileSync(`/var/log/libvirt/qemu/${name}-serial.log`, 'utf8');
+    const log = fs.readFileSync(serialLogFile(DEFAULT_SERIAL_LOG_DIR, name), 'utf8');
     expect(log).toContain(`kvm2-guest: instance-id=${uid}`);
     expect(log).toContain(`kvm2-guest: hostname=${name}`);
   } finally {

@@ -10,6 +10,8 @@ import { startQueueFleet, type QueueFleet } from '../harness/queue-fleet.js';
 import { resultsOfJob } from '../harness/results.js';
 import { virsh } from '../harness/virsh.js';
 import { startWorkerProcess, type WorkerProcess } from '../harness/worker-process.js';
+import { DEFAULT_SERIAL_LOG_DIR } from '../../src/provider/config/schema.js';
+import { serialLogFile } from '../../src/provider/ids.js';
 
 let image: GuestImage;
 let fleet: QueueFleet;
@@ -71,7 +73,7 @@ it('create through the queue → succeeded, running, with the agent-reported add
     const results = await resultsOfJob(fleet.scope.redis, fleet.scope.prefix, queued.jobId);
     expect(results).toHaveLength(1);
     expect(results[0]?.attempt).toBe(1);
-    const log = fs.readFileSync(`/var/log/libvirt/qemu/${name}-serial.log`, 'utf8');
+    const log = fs.readFileSync(serialLogFile(DEFAULT_SERIAL_LOG_DIR, name), 'utf8');
     expect(log).toContain(`kvm2-guest: instance-id=${queued.uid}`);
     expect(log).toContain(`kvm2-guest: hostname=${name}`);
 

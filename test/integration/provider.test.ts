@@ -9,7 +9,8 @@ import { context } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/provider/config/load.js';
-import { newUid } from '../../src/provider/ids.js';
+import { DEFAULT_SERIAL_LOG_DIR } from '../../src/provider/config/schema.js';
+import { newUid, serialLogFile } from '../../src/provider/ids.js';
 import { Provider } from '../../src/provider/provider.js';
 import { KVM2_XMLNS } from '../../src/provider/xml/metadata.js';
 import { startImageServer, type ImageServer } from '../harness/image-server.js';
@@ -257,6 +258,79 @@ describe('what an administrator did is not undone', () => {
       );
     }
   });
+});
+
+describe('the serial log (hosts[].serialLogDir, docs/configuration.md)', () => {
+  /** A provider on the same host, sshd and image whose host has this serialLogDir. */
+  function providerWith(serialLogDir: string): Provider {
+    const config = parseConfig({
+      hosts: [testHost(sshd, net.name, { serialLogDir })],
+      images: { [imageTag]: { url: images.url('/tiny.qcow2'), format: 'qcow2' } },
+      defaults: { vcpus: 1, memoryMiB: 128, diskGiB: 1 },
+    });
+    return new Provider(config, { logger, tracer: tracerProvider.getTracer('test') });
+  }
+
+  it('by default libvirt writes <name>.serial.log in /var/log/libvirt/qemu as the guest starts', async () => {
+    const name = instanceName();
+    const file = serialLogFile(DEFAULT_SERIAL_LOG_DIR, name);
+    await provider.create({ host: 'h1', name, uid: newUid(), image: imageTag });
+    try {
+      expect(await virsh(['dumpxml', name])).toContain(`<log file='${file}' append='off'/>`);
+      expect(fs.statSync(file).isFile()).toBe(true);
+    } finally {
+      await provider.delete(`h1/${name}`);
+      fs.rmSync(file, { force: true });
+    }
+  }, 60_000);
+
+  it('a host without the directory: ERR_SERIAL_LOG (permanent) naming the setting, and nothing left behind', async () => {
+    const missing = path.join(dir, 'no-such-log-dir');
+    const p = providerWith(missing);
+    const name = instanceName();
+    const before = await poolVolumes();
+    try {
+      const err: unknown = await p
+        .create({ host: 'h1', name, uid: newUid(), image: imageTag })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(err).toMatchObject({ code: 'ERR_SERIAL_LOG', kind: 'permanent' });
+      const message = (err as Error).message;
+      expect(message).toContain('kvm2.hosts[0].serialLogDir');
+      expect(message).toContain(`${missing}/${name}.serial.log`); // libvirt's own words
+      expect(message).toContain("host 'h1'");
+      // The domain and the volumes the create made for it are gone again.
+      expect(await domainExists(name)).toBe(false);
+      expect((await poolVolumes()).filter((v) => !before.includes(v))).toEqual([]);
+      expect(fs.existsSync(missing)).toBe(false);
+
+      // Once the directory is there, the same create goes through.
+      fs.mkdirSync(missing);
+      await p.create({ host: 'h1', name, uid: newUid(), image: imageTag });
+      expect((await virsh(['domstate', name])).trim()).toBe('running');
+      expect(fs.existsSync(serialLogFile(missing, name))).toBe(true);
+    } finally {
+      await p.delete(`h1/${name}`).catch(() => undefined);
+      await p.close();
+    }
+  }, 60_000);
+
+  it('none: no file behind the console, and the create runs', async () => {
+    const p = providerWith('none');
+    const name = instanceName();
+    try {
+      await p.create({ host: 'h1', name, uid: newUid(), image: imageTag });
+      expect((await virsh(['domstate', name])).trim()).toBe('running');
+      const xml = await virsh(['dumpxml', name]);
+      expect(xml).toMatch(/<serial type='pty'>/);
+      expect(xml).not.toContain('<log ');
+    } finally {
+      await p.delete(`h1/${name}`).catch(() => undefined);
+      await p.close();
+    }
+  }, 60_000);
 });
 
 describe('listByTag', () => {

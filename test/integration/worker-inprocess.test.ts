@@ -147,7 +147,9 @@ describe('gc', () => {
         { host: 'h1', name: fleet.name('gcp'), image: fleet.image, tag },
         { wait: false },
       );
-      await client.waitFor(queued.jobId, { timeoutMs: 60_000 });
+      // The instance GC must leave alone is there, or the test below proves nothing.
+      expect((await client.waitFor(queued.jobId, { timeoutMs: 60_000 })).outcome).toBe('succeeded');
+      expect(await fleet.domains()).toContain(fleet.name('gcp'));
       const round = await client.gc({ tag, keep: [], graceMs: 0 });
       // The first attempt's result is `retrying` (transient: the host may come back).
       const deadline = Date.now() + 30_000;
@@ -279,7 +281,9 @@ it('no log line carries user-data', async () => {
       },
       { wait: false },
     );
-    await client.waitFor(queued.jobId, { timeoutMs: 60_000 });
+    // The create ran the whole path (seed built, uploaded, domain started): a failed one would
+    // leave less for the logs to leak.
+    expect((await client.waitFor(queued.jobId, { timeoutMs: 60_000 })).outcome).toBe('succeeded');
     expect(JSON.stringify(logLines)).not.toContain(sentinel);
     expect(JSON.stringify(exporter.getFinishedSpans().map((s) => s.attributes))).not.toContain(
       sentinel,

@@ -16,6 +16,8 @@ import {
   parseVolumeBacking,
 } from '../../src/provider/xml/volume.js';
 import { uniqueName, virsh, virshFails } from '../harness/virsh.js';
+import { DEFAULT_SERIAL_LOG_DIR } from '../../src/provider/config/schema.js';
+import { serialLogFile } from '../../src/provider/ids.js';
 
 const prefix = uniqueName('kvm2-xmltest');
 const pool = 'default';
@@ -30,7 +32,7 @@ const volumes = {
   biosOverlay: `${prefix}-bios.qcow2`,
   seed: `${prefix}-seed.iso`,
 };
-const serialLog = (name: string): string => `/var/log/libvirt/qemu/${name}-serial.log`;
+const serialLog = (name: string): string => serialLogFile(DEFAULT_SERIAL_LOG_DIR, name);
 
 const metadata: InstanceMetadata = {
   uid: `uid-<&>"'-${prefix}`,
@@ -160,7 +162,7 @@ afterAll(async () => {
     await attempt(() => virsh(['destroy', name]));
     await attempt(() => virsh(['undefine', '--nvram', name]));
     await attempt(() => fs.rm(serialLog(name), { force: true }));
-    await attempt(() => fs.rm(`/var/log/libvirt/qemu/${name}.log`, { force: true }));
+    await attempt(() => fs.rm(`${DEFAULT_SERIAL_LOG_DIR}/${name}.log`, { force: true }));
   }
   for (const name of [volumes.uefiOverlay, volumes.biosOverlay, volumes.seed, volumes.base]) {
     await attempt(() => virsh(['vol-delete', '--pool', pool, name]));

@@ -65,6 +65,7 @@ describe('the embedded default', () => {
         domainType: 'kvm',
         firmware: 'uefi',
         cpuMode: 'host-passthrough',
+        serialLogDir: '/var/log/libvirt/qemu',
       },
     ]);
     expect(config.redis).toEqual({ url: 'redis://127.0.0.1:6379', prefix: '{kvm2}' });
@@ -246,6 +247,16 @@ describe('errors name their path', () => {
       "kvm2.hosts[0].cpuMode: host-passthrough needs domainType 'kvm'; plain qemu (TCG) cannot pass the host CPU through",
     ],
     [
+      'a relative serialLogDir',
+      withHost({}, { serialLogDir: 'log/qemu' }),
+      "kvm2.hosts[0].serialLogDir: must be an absolute directory on the host (no '..') or 'none'",
+    ],
+    [
+      'a serialLogDir that climbs out',
+      withHost({}, { serialLogDir: '/var/log/../../etc' }),
+      "kvm2.hosts[0].serialLogDir: must be an absolute directory on the host (no '..') or 'none'",
+    ],
+    [
       'a zero concurrency',
       withHost({}, { concurrency: 0 }),
       'kvm2.hosts[0].concurrency: must be positive',
@@ -413,6 +424,21 @@ describe('values', () => {
     expect(
       parseConfig(withHost({ health: { poolLowSpaceBytes: value } })).health.poolLowSpaceBytes,
     ).toBe(bytes);
+  });
+
+  it("reads serialLogDir: libvirt's qemu log directory by default, a directory, or none", () => {
+    const config = parseConfig({
+      hosts: [
+        { ...local, name: 'a' },
+        { ...local, name: 'b', serialLogDir: '/srv/guest-logs/' },
+        { ...local, name: 'c', serialLogDir: 'none' },
+      ],
+    });
+    expect(config.hosts.map((h) => h.serialLogDir)).toEqual([
+      '/var/log/libvirt/qemu',
+      '/srv/guest-logs',
+      null,
+    ]);
   });
 
   it('defaults cpuMode by domainType and keeps an explicit one', () => {

@@ -12,6 +12,7 @@ import {
   overlayVolumeName,
   parseInstanceId,
   seedVolumeName,
+  serialLogFile,
 } from '../../src/provider/ids.js';
 
 const label = fc.stringMatching(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/);
@@ -112,6 +113,20 @@ describe('volume names', () => {
     );
     // An instance may itself be called "x-seed": its overlay is not a seed.
     expect(instanceVolumeOwner('kvm2-x-seed.qcow2')).toEqual({ name: 'x-seed', role: 'overlay' });
+  });
+
+  it("names a serial log that no domain's own libvirt log (<domain>.log) can be", () => {
+    expect(serialLogFile('/var/log/libvirt/qemu', 'web')).toBe(
+      '/var/log/libvirt/qemu/web.serial.log',
+    );
+    expect(serialLogFile('/', 'web')).toBe('/web.serial.log');
+    expect(() => serialLogFile('/var/log', '../etc/x')).toThrow(InvalidInstanceIdError);
+    fc.assert(
+      fc.property(label, label, (name, other) => {
+        // libvirt logs a domain `other` to `<dir>/other.log`; ours for `name` never is that file.
+        expect(serialLogFile('/d', name)).not.toBe(`/d/${other}.log`);
+      }),
+    );
   });
 
   it('owns nothing else: foreign volumes and base images', () => {

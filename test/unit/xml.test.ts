@@ -163,6 +163,15 @@ describe('buildDomainXml', () => {
       log: { '@_file': uefiSpec.serialLogPath, '@_append': 'off' },
     });
     expect(child(devices, 'console')).toMatchObject({ '@_type': 'pty' });
+    // serialLogDir none: the console stays a pty, with no file behind it.
+    const unlogged = child(
+      readDomain(buildDomainXml({ ...uefiSpec, serialLogPath: null })),
+      'devices',
+    );
+    expect(child(unlogged, 'serial')).toEqual({
+      '@_type': 'pty',
+      target: { '@_type': 'isa-serial', '@_port': '0' },
+    });
     const [instance, ...others] = children(child(domain, 'metadata'), 'kvm2:instance');
     expect(others).toEqual([]);
     expect(instance).toEqual({

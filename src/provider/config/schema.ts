@@ -110,6 +110,22 @@ const libvirtUri = z.string().superRefine((uri, ctx) => {
 
 export type CpuMode = 'host-passthrough' | 'host-model' | 'none';
 
+/** Where Debian's libvirt-daemon-system keeps the qemu driver's per-domain logs. */
+export const DEFAULT_SERIAL_LOG_DIR = '/var/log/libvirt/qemu';
+
+/** A directory on the host (absolute, normalised), or `none` for no serial log file. */
+const serialLogDir = z
+  .string()
+  .refine(
+    (dir) =>
+      dir === 'none' ||
+      (dir.startsWith('/') &&
+        !dir.split('/').includes('..') &&
+        ![...dir].some((c) => c.charCodeAt(0) < 0x20)),
+    "must be an absolute directory on the host (no '..') or 'none'",
+  )
+  .transform((dir) => (dir === 'none' ? null : dir.replace(/\/+$/, '') || '/'));
+
 const hostFields = z.strictObject({
   name: label('host name'),
   uri: libvirtUri,
@@ -128,6 +144,7 @@ const hostFields = z.strictObject({
   domainType: z.enum(['kvm', 'qemu']).default('kvm'),
   firmware: z.enum(['uefi', 'bios']).default('uefi'),
   cpuMode: z.enum(['host-passthrough', 'host-model', 'none']).optional(),
+  serialLogDir: serialLogDir.default(DEFAULT_SERIAL_LOG_DIR),
 });
 type HostFields = z.output<typeof hostFields>;
 type HostCommon = Omit<HostFields, 'network' | 'bridge' | 'cpuMode'> & { cpuMode: CpuMode };

@@ -30,7 +30,7 @@ import {
   type BaseImage,
 } from '../image-cache.js';
 import { deleteVolume, lookupVolume, writeSmallVolume } from '../image/volumes.js';
-import { formatInstanceId, overlayVolumeName, seedVolumeName } from '../ids.js';
+import { formatInstanceId, overlayVolumeName, seedVolumeName, serialLogFile } from '../ids.js';
 import {
   asOperationError,
   isNoDomain,
@@ -44,12 +44,12 @@ import { DomainState } from '../state.js';
 import { buildDomainXml } from '../xml/domain.js';
 import { buildVolumeXml, parseVolumeBacking } from '../xml/volume.js';
 import { inSpan } from '../telemetry.js';
+import { removeLocked } from './delete.js';
 
 const DEFINE_VALIDATE = 1; // VIR_DOMAIN_DEFINE_VALIDATE: libvirt checks the XML schema
 const START_WAIT_MS = 15_000;
 const START_POLL_MS = 200;
 const PAUSED_STARTING_UP = 11; // VIR_DOMAIN_PAUSED_STARTING_UP: qemu is still coming up
-const SERIAL_LOG_DIR = '/var/log/libvirt/qemu';
 
 interface Io {
   readonly signal: AbortSignal;
@@ -130,8 +130,44 @@ async function createLocked(
     dom = await makeDomain(ctx, conn, host, req, io);
   }
   io.onProgress?.('boot');
-  await startAndWait(conn, host, dom, io);
+  try {
+    await startAndWait(conn, host, dom, io);
+  } catch (err) {
+    const refused = serialLogRefusal(ctx, host, req.name, err);
+    if (refused === undefined) throw err;
+    // The domain never ran and its XML names a log path libvirt cannot open: left defined, a
+    // retry would adopt it and fail the same way after the operator fixed the setting.
+    log.warn({ err: refused.message }, 'serial log refused; removing the instance it belonged to');
+    await removeLocked(ctx, host, req.name, io).catch((removal: unknown) => {
+      log.warn({ err: removal }, 'could not remove the instance whose serial log was refused');
+    });
+    throw refused;
+  }
   return readInstance(conn, host, dom, io);
+}
+
+/**
+ * ERR_SERIAL_LOG when libvirt refused to start the domain because it cannot open the serial
+ * log file (its directory missing, say): a setting of the host, not a passing fault.
+ */
+function serialLogRefusal(
+  ctx: ProviderContext,
+  host: string,
+  name: string,
+  err: unknown,
+): ProviderError | undefined {
+  if (!(err instanceof LibvirtError)) return undefined;
+  // The file's name, not the whole path: a domain adopted from an earlier attempt names the
+  // directory that was configured then.
+  if (!err.message.includes(serialLogFile('', name))) return undefined;
+  const index = ctx.config.hosts.findIndex((h) => h.name === host);
+  const dir = ctx.config.hosts[index]?.serialLogDir ?? 'none';
+  return new ProviderError(
+    'ERR_SERIAL_LOG',
+    'permanent',
+    `host '${host}' cannot write the serial log of '${name}' (kvm2.hosts[${index}].serialLogDir is ${JSON.stringify(dir)}): ${err.message}. Create that directory on the host, name another that libvirt can write, or set it to none`,
+    { cause: err },
+  );
 }
 
 async function makeDomain(
@@ -185,7 +221,7 @@ async function makeDomain(
     overlayPath,
     seedPath,
     network: hc.network !== undefined ? { network: hc.network } : { bridge: hc.bridge },
-    serialLogPath: `${SERIAL_LOG_DIR}/${req.name}-serial.log`,
+    serialLogPath: hc.serialLogDir === null ? null : serialLogFile(hc.serialLogDir, req.name),
     metadata: { uid: req.uid, createdAt, tag: req.tag, image: req.image },
   });
   const { dom } = await conn.call(DomainDefineXMLFlags, { xml, flags: DEFINE_VALIDATE }, io);

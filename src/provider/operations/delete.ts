@@ -46,13 +46,14 @@ export async function deleteInstance(
     return;
   }
   await inSpan(ctx, 'provider.delete', { 'kvm2.instance': id }, () =>
-    ctx.locks.withLock(`instance:${id}`, (signal) => deleteLocked(ctx, host, name, { signal }), {
+    ctx.locks.withLock(`instance:${id}`, (signal) => removeLocked(ctx, host, name, { signal }), {
       signal: options?.signal,
     }),
   );
 }
 
-async function deleteLocked(
+/** delete's steps, for a caller that holds the instance's lock (create undoing its own). */
+export async function removeLocked(
   ctx: ProviderContext,
   host: string,
   name: string,

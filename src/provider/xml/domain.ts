@@ -108,7 +108,8 @@ export function validateDomainSpec(spec: DomainSpec): DomainSpec {
     seedPath: requireAbsolutePath('seedPath', spec.seedPath),
     network: requireNetwork(spec.network),
     mac: spec.mac === undefined ? undefined : requireMac(spec.mac),
-    serialLogPath: requireAbsolutePath('serialLogPath', spec.serialLogPath),
+    serialLogPath:
+      spec.serialLogPath === null ? null : requireAbsolutePath('serialLogPath', spec.serialLogPath),
     metadata: validateMetadata(spec.metadata),
   };
 }
@@ -207,11 +208,14 @@ export function buildDomainXml(input: DomainSpec): string {
         },
       ],
       interface: interfaceNode(spec.network, spec.mac),
-      // The guest's ttyS0: a pty for `virsh console`, and a file virtlogd writes, truncated at
-      // each start (append='off'), so an operator can read a guest's boot.
+      // The guest's ttyS0: a pty for `virsh console`, and (unless the host's serialLogDir is
+      // `none`) a file virtlogd writes, truncated at each start (append='off'), so an operator
+      // can read a guest's boot.
       serial: {
         '@_type': 'pty',
-        log: { '@_file': spec.serialLogPath, '@_append': 'off' },
+        ...(spec.serialLogPath === null
+          ? {}
+          : { log: { '@_file': spec.serialLogPath, '@_append': 'off' } }),
         target: { '@_type': 'isa-serial', '@_port': 0 },
       },
       console: { '@_type': 'pty', target: { '@_type': 'serial', '@_port': 0 } },

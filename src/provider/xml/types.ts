@@ -36,8 +36,8 @@ export interface DomainSpec {
   readonly network: NetworkAttachment;
   /** Unicast MAC, e.g. `52:54:00:12:34:56`; libvirt picks one when undefined. */
   readonly mac?: string | undefined;
-  /** Where libvirt (virtlogd) writes the serial console's output. */
-  readonly serialLogPath: string;
+  /** Where libvirt (virtlogd) writes the serial console's output; null: no file, pty only. */
+  readonly serialLogPath: string | null;
   readonly metadata: InstanceMetadata;
 }
 
