@@ -1,15 +1,29 @@
 import { defineConfig } from 'vitest/config';
 
+const shared = {
+  testTimeout: 30_000,
+  hookTimeout: 60_000,
+} as const;
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    // A private redis-server for the run (REDIS_URL overrides it).
-    globalSetup: ['test/harness/global-redis.ts'],
-    // Integration tests share one libvirtd and one Redis: files run one after another so a
-    // benchmark-like test never starves another of the machine's two cores.
-    fileParallelism: false,
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
     reporters: ['default', ['json', { outputFile: '.cache/vitest-results.json' }]],
+    projects: [
+      // Pure code: files in parallel.
+      { test: { ...shared, name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      {
+        test: {
+          ...shared,
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts'],
+          // A private redis-server for the run (REDIS_URL overrides it); the compiled tree
+          // that worker and CLI processes are started from.
+          globalSetup: ['test/harness/global-redis.ts', 'test/harness/global-build.ts'],
+          // One libvirtd, one pool, one Redis: files that list the pool's volumes or restart
+          // the daemon cannot share it with another file, so they run one after another.
+          fileParallelism: false,
+        },
+      },
+    ],
   },
 });

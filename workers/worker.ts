@@ -27,8 +27,12 @@ const FLEET_CONCURRENCY = 4;
 const MAX_STALLED = 3;
 /** BullMQ's failedReason for such a job (bullmq 6 worker.ts). */
 const STALLED_OUT = /stalled more than allowable limit/;
-/** After the graceful bound, how long cancelled jobs get to release themselves. */
-const RELEASE_BOUND_MS = 5_000;
+/**
+ * After the graceful bound, how long the rest of the teardown may take in all: cancelled jobs
+ * releasing themselves, BullMQ's forced close, the queues' close, QUIT. One budget for every
+ * step, so a shutdown during a Redis outage ends within shutdownTimeout plus this.
+ */
+const TEARDOWN_BOUND_MS = 5_000;
 
 export interface WorkerOptions {
   /** Host queues to serve (default: every configured host). gc and health are always served. */
@@ -155,17 +159,19 @@ export async function startWorker(
     const inTime = force
       ? false
       : await Promise.race([within(graceful, config.worker.shutdownTimeout), forced]);
+    const teardownEnds = Date.now() + TEARDOWN_BOUND_MS;
+    const left = (): number => Math.max(0, teardownEnds - Date.now());
     if (!inTime) {
       releasing = true;
       logger.warn({ active: metrics.activeTotal() }, 'shutdown: releasing the jobs still running');
       runs.cancelAll(new Error('worker shutting down'));
-      if (!(await within(graceful, RELEASE_BOUND_MS))) {
+      if (!(await within(graceful, left()))) {
         // BullMQ's forced close still talks to Redis: bounded like the rest of the teardown.
-        await within(Promise.allSettled(workers.map((w) => w.close(true))), RELEASE_BOUND_MS);
+        await within(Promise.allSettled(workers.map((w) => w.close(true))), left());
       }
     }
     const queuesClosed = Promise.allSettled([...producerQueues.values()].map((q) => q.close()));
-    await within(queuesClosed, RELEASE_BOUND_MS);
+    await within(queuesClosed, left());
     await provider.close();
     // During a Redis outage QUIT would wait behind the offline queue (lease renewals, BullMQ's
     // lock extensions) for as long as the outage lasts: the connection is dropped instead.
@@ -176,7 +182,7 @@ export async function startWorker(
             () => false,
           )
         : undefined;
-    if (quit === undefined || !(await within(quit, RELEASE_BOUND_MS))) redis.disconnect();
+    if (quit === undefined || !(await within(quit, left()))) redis.disconnect();
     logger.info('worker stopped');
   };
 

@@ -1,10 +1,10 @@
-// A real `kvm2 worker` process for the queue tests: the CLI run through tsx with a config file,
-// its JSON log lines collected, ready when it logs "worker ready" (with its endpoints' URL).
+// A real `kvm2 worker` process for the queue tests: the compiled CLI (test/harness/build.ts) with
+// a config file, its JSON log lines collected, ready when it logs "worker ready" (with its
+// endpoints' URL).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { built, ROOT } from './build.js';
 
-const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CLI = built('src/cli/main.ts');
 
 export interface LogLine {
   readonly msg?: string;
@@ -43,7 +43,7 @@ export async function startWorkerProcess(
 ): Promise<WorkerProcess> {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', CLI, 'worker', '--config', configPath, ...(options.args ?? [])],
+    [CLI, 'worker', '--config', configPath, ...(options.args ?? [])],
     {
       cwd: ROOT,
       env: { ...process.env, LOG_LEVEL: 'debug', ...options.env },

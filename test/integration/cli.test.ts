@@ -16,6 +16,7 @@ import { COMMANDS } from '../../src/cli/commands/index.js';
 import type { CliIo } from '../../src/cli/io.js';
 import { runCli } from '../../src/cli/run.js';
 import { isolatedNetwork, type TestNetwork } from '../harness/libvirt-objects.js';
+import { built } from '../harness/build.js';
 import { redisScope, type RedisScope } from '../harness/redis.js';
 import { freePort, startSshd, type Sshd } from '../harness/sshd.js';
 import { testHost } from '../harness/test-host.js';
@@ -47,7 +48,7 @@ function kvm2(args: readonly string[], env: Record<string, string> = {}): Promis
   for (const name of ['KVM2_CONFIG', 'KVM2_DEBUG', 'LOG_LEVEL']) delete childEnv[name];
   Object.assign(childEnv, env);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+    const child = spawn(process.execPath, [built('src/cli/main.ts'), ...args], {
       cwd: ROOT,
       env: childEnv,
       stdio: ['ignore', 'pipe', 'pipe'],

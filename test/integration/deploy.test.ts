@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { loadConfig } from '../../src/provider/config/load.js';
+import { built } from '../harness/build.js';
 import { startQueueFleet, type QueueFleet } from '../harness/queue-fleet.js';
 
 const run = promisify(execFile);
@@ -51,7 +52,7 @@ describe('npm start', () => {
 
   it('runs a worker and the board, and stops on SIGTERM', async () => {
     const config = fleet.writeConfig({ board: { listen: '127.0.0.1:0' } });
-    const child = spawn(process.execPath, ['--import', 'tsx', 'workers/start.ts'], {
+    const child = spawn(process.execPath, [built('workers/start.ts')], {
       cwd: ROOT,
       env: { ...process.env, KVM2_CONFIG: config },
       stdio: ['ignore', 'pipe', 'pipe'],
