@@ -8,11 +8,6 @@ cd "$(dirname "$0")/.."
 
 log() { printf '[setup] %s\n' "$*"; }
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "setup: run as root (it installs Debian packages and starts libvirtd)" >&2
-  exit 1
-fi
-
 PACKAGES=(
   # libvirt host (iptables must be present before libvirtd starts: it sets up chains at start)
   libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils ovmf
@@ -29,6 +24,17 @@ PACKAGES=(
   # unpacks libvirt's Debian source package (its .x protocol files) for the generator's check
   dpkg-dev xz-utils
 )
+
+# `setup.sh --packages`: the list, one a line (scripts/fresh-check.sh purges them).
+if [ "${1:-}" = "--packages" ]; then
+  printf '%s\n' "${PACKAGES[@]}"
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup: run as root (it installs Debian packages and starts libvirtd)" >&2
+  exit 1
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

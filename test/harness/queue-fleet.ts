@@ -102,10 +102,13 @@ export async function startQueueFleet(label: string): Promise<QueueFleet> {
     domains,
     volumes,
     async cleanup() {
-      for (const name of await domains().catch(() => [])) {
-        await virsh(['destroy', name]).catch(() => undefined);
-        await virsh(['undefine', '--nvram', name]).catch(() => undefined);
-      }
+      // All at once: libvirt takes about 2 s to destroy each running domain here.
+      await Promise.all(
+        (await domains().catch(() => [])).map(async (name) => {
+          await virsh(['destroy', name]).catch(() => undefined);
+          await virsh(['undefine', '--nvram', name]).catch(() => undefined);
+        }),
+      );
       for (const vol of await volumes().catch(() => [])) {
         await virsh(['vol-delete', '--pool', 'default', vol]).catch(() => undefined);
       }

@@ -67,7 +67,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const n of names) await provider?.delete(`h1/${n}`).catch(() => undefined);
+  await Promise.all(names.map((n) => provider?.delete(`h1/${n}`).catch(() => undefined)));
   await provider?.close();
   // The base images (and markers) this run's images filled: the cache keeps them otherwise.
   for (const v of await poolVolumes()) {

@@ -162,7 +162,7 @@ beforeAll(async () => {
 afterEach(async () => {
   for (const s of stalls) s.release();
   await stopAll();
-  for (const name of instances.splice(0)) await removeInstance(name);
+  await Promise.all(instances.splice(0).map(removeInstance));
 }, 60_000);
 
 afterAll(async () => {
@@ -174,7 +174,7 @@ afterAll(async () => {
   await queue?.close();
   await connection?.quit().catch(() => connection.disconnect());
   await client?.close();
-  for (const name of instances) await removeInstance(name);
+  await Promise.all(instances.map(removeInstance));
   for (const s of stalls) {
     for (const vol of [s.markerVolume, s.baseVolume]) {
       await virsh(['vol-delete', '--pool', 'default', vol]).catch(() => undefined);

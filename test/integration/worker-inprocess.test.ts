@@ -98,9 +98,10 @@ describe('gc', () => {
       const old = await make('gc-old', tag);
       const kept = await make('gc-kept', tag);
       const other = await make('gc-other', `${tag}-x`);
-      // Grace: everything made so far is older than it; the next one is not (a create takes a
-      // few seconds on a loaded machine, hence the margin).
-      const graceMs = 10_000;
+      // Grace: everything made so far is older than it; the next one is not. The young one's
+      // age at the GC is its create's boot and the GC's enqueue and listing, about 1.5 s here:
+      // 5 s leaves room for a loaded machine.
+      const graceMs = 5_000;
       await new Promise((r) => setTimeout(r, graceMs + 500));
       const young = await make('gc-young', tag);
 
