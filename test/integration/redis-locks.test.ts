@@ -95,9 +95,11 @@ describe('RedisLocks', () => {
     expect(held).not.toBeNull();
     expect(await clientB.exists(locksA.lockKey('i-try'))).toBe(1);
 
+    // A null at all says it did not wait (the holder renews: waiting would never end); the
+    // bound only says no poll loop ran first, with room for a loaded machine.
     const started = performance.now();
     expect(await locksB.tryAcquire('i-try')).toBeNull();
-    expect(performance.now() - started).toBeLessThan(50);
+    expect(performance.now() - started).toBeLessThan(1_000);
 
     expect(await held?.release()).toBe(true);
     expect(await held?.release()).toBe(true); // idempotent: the first call's answer
@@ -139,8 +141,10 @@ describe('RedisLocks', () => {
     expect(await clientB.exists(key)).toBe(0);
   });
 
-  it('fires the signal with ERR_LOCK_LOST within ~ttl/3 when the key is deleted', async () => {
-    const shortA = new RedisLocks({ client: clientA, prefix, ttlMs: 300, ...POLL });
+  // TTL 1.5 s, renewed every 500 ms: a loss noticed in under the TTL was noticed by a renewal,
+  // not by the lease running out, with a second to spare for a loaded machine.
+  it('fires the signal with ERR_LOCK_LOST at the next renewal when the key is deleted', async () => {
+    const shortA = new RedisLocks({ client: clientA, prefix, ttlMs: 1_500, ...POLL });
     let lostAfter = Number.NaN;
 
     const outcome = shortA.withLock('i-del', async (signal) => {
@@ -156,11 +160,11 @@ describe('RedisLocks', () => {
     expect(err.kind).toBe('transient');
     expect(err.reason).toBe('expired');
     expect(err.message).toContain('i-del');
-    expect(lostAfter).toBeLessThan(100 + 100);
+    expect(lostAfter).toBeLessThan(1_500);
   });
 
   it('fires on a key taken over behind its back, and release spares the new owner', async () => {
-    const lease = await locksA.tryAcquire('i-steal', { ttlMs: 300 });
+    const lease = await locksA.tryAcquire('i-steal', { ttlMs: 1_500 });
     if (lease === null) throw new Error('expected the lock');
     const key = locksA.lockKey('i-steal');
     await clientB.set(key, 'new-owner-token', 'PX', 5_000);
@@ -169,7 +173,7 @@ describe('RedisLocks', () => {
     const reason = await new Promise<unknown>((resolve) =>
       lease.signal.addEventListener('abort', () => resolve(lease.signal.reason)),
     );
-    expect(performance.now() - takenAt).toBeLessThan(100 + 100);
+    expect(performance.now() - takenAt).toBeLessThan(1_500); // a renewal saw it, as above
     const err = lostError(reason);
     expect(err.code).toBe('ERR_LOCK_LOST');
     expect(err.reason).toBe('taken');
@@ -180,18 +184,19 @@ describe('RedisLocks', () => {
 
   it('frees the key one TTL after its holder dies', async () => {
     const doomed = new Redis(REDIS_URL);
-    const deadLocks = new RedisLocks({ client: doomed, prefix, ttlMs: 300 });
+    const deadLocks = new RedisLocks({ client: doomed, prefix, ttlMs: 1_500 });
     const lease = await deadLocks.tryAcquire('i-dead');
     if (lease === null) throw new Error('expected the lock');
-    await delay(150); // at least one renewal went through
+    await delay(600); // at least one renewal (every 500 ms) went through
     doomed.disconnect();
     const diedAt = performance.now();
 
     expect(await locksB.tryAcquire('i-dead')).toBeNull();
-    const taken = await locksB.acquire('i-dead', { signal: AbortSignal.timeout(2_000) });
+    const taken = await locksB.acquire('i-dead', { signal: AbortSignal.timeout(10_000) });
     const freedAfter = performance.now() - diedAt;
-    expect(freedAfter).toBeGreaterThan(100);
-    expect(freedAfter).toBeLessThan(300 + 100);
+    // The last renewal left 1 to 1.5 s on the key: not free at once, free about a TTL later.
+    expect(freedAfter).toBeGreaterThan(500);
+    expect(freedAfter).toBeLessThan(1_500 + 2_000);
 
     // The dead holder's side learns it too, once the TTL it last set has run out.
     expect(lostError(lease.signal.reason).reason).toBe('unrenewed');
@@ -218,7 +223,8 @@ describe('RedisLocks', () => {
     const abortedAt = performance.now();
     controller.abort(reason);
     await expect(waiting).rejects.toBe(reason);
-    expect(performance.now() - abortedAt).toBeLessThan(50);
+    // The holder never lets go here: a rejection at all is the abort's; the bound says promptly.
+    expect(performance.now() - abortedAt).toBeLessThan(1_000);
     expect(entered).toBe(false);
 
     await holder.release();
