@@ -9,8 +9,17 @@ export default defineConfig({
   test: {
     reporters: ['default', ['json', { outputFile: '.cache/vitest-results.json' }]],
     projects: [
-      // Pure code: files in parallel.
-      { test: { ...shared, name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      // Pure code: files in parallel on both cores, first (projects of one group must share a worker count,
+      // so the two are groups that run one after the other).
+      {
+        test: {
+          ...shared,
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts'],
+          maxWorkers: 2,
+          sequence: { groupOrder: 0 },
+        },
+      },
       {
         test: {
           ...shared,
@@ -22,6 +31,7 @@ export default defineConfig({
           // One libvirtd, one pool, one Redis: files that list the pool's volumes or restart
           // the daemon cannot share it with another file, so they run one after another.
           fileParallelism: false,
+          sequence: { groupOrder: 1 },
         },
       },
     ],

@@ -92,7 +92,7 @@ it('create → the guest reads the seed and get reports running with the agent a
 
     let inst: Instance = created;
     while (inst.address === undefined && Date.now() - started < BOOT_BUDGET_MS) {
-      await new Promise((r) => setTimeout(r, 1000));
+      await new Promise((r) => setTimeout(r, 250));
       inst = await provider.get(`h1/${name}`);
     }
     const bootMs = Date.now() - started;

@@ -11,6 +11,7 @@ import {
 } from '../../src/libvirt/protocol.gen.js';
 import { parseLibvirtUri } from '../../src/libvirt/uri.js';
 import { startStallingProxy, type StallingProxy } from '../fakes/stalling-proxy.js';
+import { waitUntil } from '../harness/fault-kit.js';
 
 let proxy: StallingProxy;
 beforeEach(async () => {
@@ -115,9 +116,13 @@ describe('keepalive', () => {
       keepalive: { intervalMs: 5_500, count: 6 },
     });
     try {
-      await new Promise((r) => setTimeout(r, 6_200));
-      expect(proxy.keepalive.fromDaemon).toContain(1); // the daemon pinged
-      expect(proxy.keepalive.fromClient).toContain(2); // and we answered
+      // The daemon pings after 5 s of quiet; our PONG follows.
+      await waitUntil(
+        () => proxy.keepalive.fromDaemon.includes(1) && proxy.keepalive.fromClient.includes(2),
+        15_000,
+        "the daemon's PING and our PONG",
+        50,
+      );
       await new Promise((r) => setTimeout(r, 0));
       const { hostname } = await conn.call(ConnectGetHostname, undefined);
       expect(hostname.length).toBeGreaterThan(0);
@@ -132,9 +137,12 @@ describe('keepalive', () => {
       keepalive: { intervalMs: 150, count: 10 },
     });
     try {
-      await new Promise((r) => setTimeout(r, 600));
-      expect(proxy.keepalive.fromClient).toContain(1); // our PING
-      expect(proxy.keepalive.fromDaemon).toContain(2); // the daemon's PONG
+      await waitUntil(
+        () => proxy.keepalive.fromClient.includes(1) && proxy.keepalive.fromDaemon.includes(2),
+        5_000,
+        "our PING and the daemon's PONG",
+        20,
+      );
       expect(conn.isDown).toBe(false);
     } finally {
       await conn.close();
