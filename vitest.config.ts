@@ -1,5 +1,14 @@
 import { defineConfig } from 'vitest/config';
 
+const REDIS_ONLY = [
+  'test/integration/redis-locks.test.ts',
+  'test/integration/redis-coalesce.test.ts',
+  'test/integration/lua-script.test.ts',
+  'test/integration/gc-race.test.ts',
+  'test/integration/queues.test.ts',
+  'test/integration/seed-readers.test.ts',
+];
+
 const shared = {
   testTimeout: 30_000,
   hookTimeout: 60_000,
@@ -20,11 +29,24 @@ export default defineConfig({
           sequence: { groupOrder: 0 },
         },
       },
+      // Files that reach only Redis (each under a key prefix of its own) and local files, never
+      // libvirtd: in the first group with the unit files, in parallel like them.
+      {
+        test: {
+          ...shared,
+          name: 'redis',
+          include: REDIS_ONLY,
+          maxWorkers: 2,
+          globalSetup: ['test/harness/global-redis.ts'],
+          sequence: { groupOrder: 0 },
+        },
+      },
       {
         test: {
           ...shared,
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
+          exclude: REDIS_ONLY,
           // A private redis-server for the run (REDIS_URL overrides it); the compiled tree
           // that worker and CLI processes are started from.
           globalSetup: ['test/harness/global-redis.ts', 'test/harness/global-build.ts'],

@@ -356,8 +356,9 @@ describe('Redis gone during shutdown', () => {
   /** A worker reaching Redis through a TCP proxy, started, then the proxy cut. */
   async function workerWithRedisCut(): Promise<Awaited<ReturnType<typeof startWorker>>> {
     const proxy = await tcpProxy(Number(new URL(fleet.scope.url).port));
+    // No job runs: the graceful wait has nothing to wait for, so it is kept short.
     const config = writeConfig(
-      {},
+      { shutdownTimeout: '500ms' },
       { redis: { url: `redis://127.0.0.1:${proxy.port}`, prefix: fleet.scope.prefix } },
     );
     const w = await startWorker(config);
