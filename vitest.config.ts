@@ -53,6 +53,9 @@ export default defineConfig({
           // One libvirtd, one pool, one Redis: files that list the pool's volumes or restart
           // the daemon cannot share it with another file, so they run one after another.
           fileParallelism: false,
+          // One worker for all the files, its modules (bullmq, ioredis, OpenTelemetry) loaded
+          // once rather than again for every file.
+          isolate: false,
           sequence: { groupOrder: 1 },
         },
       },
