@@ -7,6 +7,7 @@ import type { Redis } from 'ioredis';
 import { COMMIT_LUA, GENERATION_TTL_S } from '../queues/generations.js';
 import { createKey, latestGenerationKey } from '../queues/names.js';
 import { LuaScript } from '../queues/script.js';
+import { instanceLockName } from '../src/provider/ids.js';
 import type { Lease, RedisLocks } from './locks.js';
 
 // KEYS: latest-generation key, lock key, create reservation key (or the lock key again when
@@ -44,7 +45,7 @@ export async function beginInstanceJob(
   args: BeginArgs,
   run: AbortController,
 ): Promise<Begun> {
-  const lockName = `instance:${args.instanceId}`;
+  const lockName = instanceLockName(args.instanceId);
   const lockKey = locks.lockKey(lockName);
   const token = locks.newToken();
   const keys = [

@@ -60,6 +60,11 @@ export function formatInstanceId(host: string, name: string): string {
   return id;
 }
 
+/** The name of an instance's lock (create, delete and the sweep take it; a job run holds it). */
+export function instanceLockName(id: string): string {
+  return `instance:${id}`;
+}
+
 /**
  * A new instance uid: `crypto.randomUUID()`, a version-4 UUID from the CSPRNG (122 random
  * bits), lowercase `xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`. It becomes cloud-init's instance-id,

@@ -11,6 +11,7 @@ import {
   newUid,
   overlayVolumeName,
   parseInstanceId,
+  instanceLockName,
   seedVolumeName,
   serialLogFile,
 } from '../../src/provider/ids.js';
@@ -113,6 +114,10 @@ describe('volume names', () => {
     );
     // An instance may itself be called "x-seed": its overlay is not a seed.
     expect(instanceVolumeOwner('kvm2-x-seed.qcow2')).toEqual({ name: 'x-seed', role: 'overlay' });
+  });
+
+  it('names the instance lock as every release so far has (workers of two releases share it)', () => {
+    expect(instanceLockName('h1/web-1')).toBe('instance:h1/web-1');
   });
 
   it("names a serial log that no domain's own libvirt log (<domain>.log) can be", () => {

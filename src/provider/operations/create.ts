@@ -30,7 +30,13 @@ import {
   type BaseImage,
 } from '../image-cache.js';
 import { deleteVolume, lookupVolume, writeSmallVolume } from '../image/volumes.js';
-import { formatInstanceId, overlayVolumeName, seedVolumeName, serialLogFile } from '../ids.js';
+import {
+  formatInstanceId,
+  instanceLockName,
+  overlayVolumeName,
+  seedVolumeName,
+  serialLogFile,
+} from '../ids.js';
 import {
   asOperationError,
   isNoDomain,
@@ -82,7 +88,7 @@ export async function create(
   return inSpan(ctx, 'provider.create', attributes, () =>
     ctx.locks
       .withLock(
-        `instance:${id}`,
+        instanceLockName(id),
         (signal) =>
           createLocked(ctx, host, req, {
             signal,

@@ -16,7 +16,7 @@ import {
   type NonnullDomain,
 } from '../../libvirt/protocol.gen.js';
 import type { ProviderContext } from '../context.js';
-import { overlayVolumeName, parseInstanceId, seedVolumeName } from '../ids.js';
+import { instanceLockName, overlayVolumeName, parseInstanceId, seedVolumeName } from '../ids.js';
 import { asOperationError, isNoDomain, isNoVolume, requireOwned } from '../instance.js';
 import { inSpan } from '../telemetry.js';
 
@@ -46,9 +46,13 @@ export async function deleteInstance(
     return;
   }
   await inSpan(ctx, 'provider.delete', { 'kvm2.instance': id }, () =>
-    ctx.locks.withLock(`instance:${id}`, (signal) => removeLocked(ctx, host, name, { signal }), {
-      signal: options?.signal,
-    }),
+    ctx.locks.withLock(
+      instanceLockName(id),
+      (signal) => removeLocked(ctx, host, name, { signal }),
+      {
+        signal: options?.signal,
+      },
+    ),
   );
 }
 

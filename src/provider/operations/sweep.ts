@@ -16,7 +16,7 @@ import {
 } from '../../libvirt/protocol.gen.js';
 import { hostConfig, type ProviderContext } from '../context.js';
 import { ProviderError } from '../errors.js';
-import { formatInstanceId, instanceVolumeOwner } from '../ids.js';
+import { formatInstanceId, instanceLockName, instanceVolumeOwner } from '../ids.js';
 import { deleteVolume, lookupVolume } from '../image/volumes.js';
 import { asOperationError, isNoDomain } from '../instance.js';
 import { inSpan } from '../telemetry.js';
@@ -239,7 +239,7 @@ async function withInstanceLock(
   }, LOCK_WAIT_MS);
   try {
     await ctx.locks.withLock(
-      `instance:${id}`,
+      instanceLockName(id),
       (lockSignal) => {
         clearTimeout(timer); // held: the bound was on the wait only
         return fn(lockSignal);
