@@ -18,8 +18,8 @@ export default defineConfig({
   test: {
     reporters: ['default', ['json', { outputFile: '.cache/vitest-results.json' }]],
     projects: [
-      // Pure code: files in parallel on both cores, first (projects of one group must share a worker count,
-      // so the two are groups that run one after the other).
+      // Pure code: files in parallel on both cores, in the first group. Projects of one group
+      // must share a worker count, so the serial integration files are a second group.
       {
         test: {
           ...shared,

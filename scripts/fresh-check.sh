@@ -88,7 +88,7 @@ npm test >"$work/test.log" 2>&1
 test_status=$?
 test_s=$(($(date +%s) - start))
 log "npm test: exit $test_status in ${test_s} s ($((test_s / 60)) min $((test_s % 60)) s; log: $work/test.log)"
-sed 's/\x1b\[[0-9;]*m//g' "$work/test.log" | grep -E '^ +(Test Files|Tests|Duration) |^\[lint\]'
+sed 's/\x1b\[[0-9;]*m//g' "$work/test.log" | grep -E '^ +(Test Files|Tests|Duration) |^\[(typecheck|lint)\]'
 count=$(node scripts/test-count.mjs .cache/vitest-results.json "$test_status")
 if [ "$keep" = false ] && [ "$test_status" -eq 0 ]; then rm -rf "$work"; fi
 printf '%s\n' "$count"

@@ -102,7 +102,9 @@ libvirt_version=$(dpkg-query -W -f='${source:Version}' libvirt-daemon)
 src_dir="$LIBVIRT_SRC_ROOT/$libvirt_version"
 if [ ! -f "$src_dir/tree/src/remote/remote_protocol.x" ]; then
   log "fetching Debian's libvirt source package $libvirt_version (its .x protocol files)"
-  if ! apt-get source --print-uris -qq "libvirt=$libvirt_version" 2>/dev/null | grep -q .; then
+  # (Captured, not piped to grep -q: under pipefail, grep's early exit fails the pipeline.)
+  uris=$(apt-get source --print-uris -qq "libvirt=$libvirt_version" 2>/dev/null || true)
+  if [ -z "$uris" ]; then
     # The machine's apt sources carry only binary packages: the same archives, as deb-src.
     if [ -f /etc/apt/sources.list.d/debian.sources ]; then
       sed 's/^Types:.*/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \

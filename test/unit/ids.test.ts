@@ -126,10 +126,12 @@ describe('volume names', () => {
     );
     expect(serialLogFile('/', 'web')).toBe('/web.serial.log');
     expect(() => serialLogFile('/var/log', '../etc/x')).toThrow(InvalidInstanceIdError);
+    // libvirt logs a domain D to `<dir>/D.log`: ours would be that file only if what stands
+    // before `.log` were a domain name kvm2 could be asked for, a DNS label. It never is.
     fc.assert(
-      fc.property(label, label, (name, other) => {
-        // libvirt logs a domain `other` to `<dir>/other.log`; ours for `name` never is that file.
-        expect(serialLogFile('/d', name)).not.toBe(`/d/${other}.log`);
+      fc.property(label, (name) => {
+        const file = serialLogFile('/d', name);
+        expect(isValidName(file.slice('/d/'.length, -'.log'.length))).toBe(false);
       }),
     );
   });
