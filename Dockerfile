@@ -9,6 +9,8 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src src
 COPY queues queues
 COPY workers workers
+COPY board board
+COPY cli cli
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
@@ -20,5 +22,5 @@ COPY --from=build /app/node_modules node_modules
 COPY --from=build /app/dist dist
 USER node
 EXPOSE 3000 9464
-ENTRYPOINT ["node", "dist/src/cli/main.js"]
+ENTRYPOINT ["node", "dist/cli/main.js"]
 CMD ["worker"]

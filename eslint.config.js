@@ -1,9 +1,38 @@
-// Lint that catches what review misses: floating promises, import cycles, console output
-// outside the CLI.
+// Lint that catches what review misses: floating promises, imports against the layers (and
+// cycles between files or folders), console output outside the CLI.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import importX, { createNodeResolver } from 'eslint-plugin-import-x';
 import globals from 'globals';
+import noFolderCycle from './scripts/lint/no-folder-cycle.mjs';
+
+// The layers, bottom first (docs/architecture.md). A folder imports only from the layers below
+// it; test, bench and scripts sit outside and may import anything, nothing imports them.
+const LAYERS = ['src/errors', 'src/libvirt', 'src/provider', 'queues', 'workers', 'board', 'cli'];
+const layerZones = LAYERS.slice(0, -1).map((target, i) => ({
+  target: `./${target}`,
+  from: LAYERS.slice(i + 1).map((upper) => `./${upper}`),
+  message: `${target} is below ${LAYERS.slice(i + 1).join(', ')}: imports go downward only.`,
+}));
+const zones = [
+  ...layerZones,
+  {
+    target: './src/libvirt/transport',
+    from: './src/libvirt',
+    except: ['./transport'],
+    message: 'The transports sit below the RPC client: they know nothing of it.',
+  },
+  {
+    target: LAYERS.map((layer) => `./${layer}`),
+    from: ['./test', './bench', './scripts'],
+    message: 'Product code never imports tests, benches or scripts.',
+  },
+];
+// Redis and the job queue exist from the queue layer up; the libvirt client and the provider
+// take locks and results through interfaces.
+const queueLibraries = ['bullmq', 'ioredis', '@bull-board/api', '@bull-board/express'].map(
+  (name) => ({ name, message: `${name} is for queues/ and above, never src/.` }),
+);
 
 export default tseslint.config(
   { ignores: ['dist/**', 'dist-bench/**', 'node_modules/**', 'coverage/**', '.cache/**'] },
@@ -13,7 +42,7 @@ export default tseslint.config(
     languageOptions: {
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
-    plugins: { 'import-x': importX },
+    plugins: { 'import-x': importX, kvm2: { rules: { 'no-folder-cycle': noFolderCycle } } },
     // NodeNext imports name the emitted `.js`; the source is the `.ts` beside it. Without the
     // alias nothing resolves, and no-cycle has no graph to find a cycle in.
     settings: {
@@ -29,11 +58,33 @@ export default tseslint.config(
         { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
       ],
       'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      'import-x/no-restricted-paths': ['error', { zones, basePath: import.meta.dirname }],
+      'kvm2/no-folder-cycle': [
+        'error',
+        { roots: [...new Set(LAYERS.map((l) => l.split('/')[0]))], basePath: import.meta.dirname },
+      ],
       'no-console': 'error',
     },
   },
   {
-    files: ['src/cli/**', 'bench/**', 'scripts/**'],
+    files: ['src/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: queueLibraries,
+          patterns: [
+            {
+              group: ['bullmq/*', 'ioredis/*', '@bull-board/*'],
+              message: 'queues/ and above only.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['cli/**', 'bench/**', 'scripts/**'],
     rules: { 'no-console': 'off' },
   },
   {

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { parseInstanceId } from '../src/provider/ids.js';
+import { parseInstanceId } from '../src/provider/core/ids.js';
 import { DEFAULT_JOB_OPTIONS } from './job-options.js';
 import { allocateGeneration, commitGeneration } from './generations.js';
 import { hostQueueName } from './names.js';

@@ -105,7 +105,7 @@ return { tostring(gen), lastId }
  * Lua, step 3's body: `latest` = max(the instance's latest generation, this one), stored with
  * its TTL, and the create's reservation marked enqueued. Wants the locals `latestKey`, `gen`
  * (a number), `ttl` and `reservation` (nil for a delete). The worker's begin script
- * (workers/begin.ts) runs the same body before it compares and locks.
+ * (workers/run/admission.ts) runs the same body before it compares and locks.
  */
 export const COMMIT_LUA = `
 local latest = tonumber(redis.call('GET', latestKey) or '0')

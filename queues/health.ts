@@ -2,7 +2,7 @@
 // health jobs and read by placement and `kvm2 check`. One field per host holding the report as
 // JSON; a host without a field has not been checked yet.
 import type { Redis } from 'ioredis';
-import type { HealthReport } from '../src/provider/check.js';
+import type { HealthReport } from '../src/provider/operations/check.js';
 import { healthKey } from './names.js';
 
 export async function writeHealth(

@@ -2,7 +2,7 @@
 // create, delete and get jobs; `gc` and `health` carry the rest. Every key, BullMQ's and ours,
 // starts with the configured prefix, hash-tagged (`{kvm2}`) so all of them share one Redis
 // Cluster slot: BullMQ's scripts and ours touch several keys at once.
-import { NAME_PATTERN } from '../src/provider/ids.js';
+import { NAME_PATTERN } from '../src/provider/core/ids.js';
 
 export const GC_QUEUE = 'gc';
 export const HEALTH_QUEUE = 'health';

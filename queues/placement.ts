@@ -5,7 +5,7 @@
 // with the most free pool space per configured slot wins, ties broken at random so that a
 // burst of creates spreads. docs/placement.md tells the same.
 import type { HostConfig, Kvm2Config } from '../src/provider/config/schema.js';
-import type { HealthReport } from '../src/provider/check.js';
+import type { HealthReport } from '../src/provider/operations/check.js';
 import { QueueError } from './registry.js';
 
 /** Reports older than this many health rounds are stale. */

@@ -3,9 +3,9 @@
 // and the dashboard (redaction). Messages name the field (`job.create.name: …`) and never echo
 // a value: user-data and network-config may hold secrets.
 import { z } from 'zod';
-import type { ErrorKind } from '../src/error-kind.js';
-import { NAME_PATTERN, parseInstanceId } from '../src/provider/ids.js';
-import { createRequestSchema } from '../src/provider/request.js';
+import type { ErrorKind } from '../src/errors/kind.js';
+import { NAME_PATTERN, parseInstanceId } from '../src/provider/core/ids.js';
+import { createRequestSchema } from '../src/provider/core/request.js';
 
 export type QueueErrorCode =
   | 'ERR_INVALID_JOB'

@@ -2,7 +2,7 @@
 // upstream applications with consumer groups, and by waitFor without one. docs/results.md
 // lists the fields. Messages here come from kvm2's errors, which never carry user-data.
 import type { Redis } from 'ioredis';
-import type { ErrorKind } from '../src/error-kind.js';
+import type { ErrorKind } from '../src/errors/kind.js';
 import { resultsKey } from './names.js';
 import { LuaScript } from './script.js';
 import { QueueError, type JobName, type TraceContext } from './registry.js';

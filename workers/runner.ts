@@ -12,13 +12,13 @@ import { hostOfQueue } from '../queues/names.js';
 import { currentTraceContext } from '../queues/client.js';
 import { QueueError, validateJob, type JobName } from '../queues/registry.js';
 import { appendResult, appendResultReleasing, type JobResult } from '../queues/results.js';
-import { classifyError } from '../src/classify.js';
-import type { JobEnv } from './env.js';
-import { KeyBusyError } from './job-locks.js';
-import type { Lease } from './locks.js';
+import { classifyError } from '../src/errors/classify.js';
+import type { JobEnv } from './run/services.js';
+import { KeyBusyError } from './locks/job-locks.js';
+import type { Lease } from './locks/redis-locks.js';
 import { processCreate, processDelete, processGet } from './processors/host.js';
 import { processGc, processHealth } from './processors/fleet.js';
-import { busyDelay, delay, type ResultFields, type Step } from './step.js';
+import { busyDelay, delay, type ResultFields, type Step } from './run/outcome.js';
 
 /** What a completed job returns (Bull Board shows it): the result, never request data. */
 export type JobReturn = JobResult;
@@ -51,7 +51,7 @@ interface RunTimes {
 
 /**
  * The processor takes no third parameter on purpose: BullMQ then makes no AbortController of
- * its own per job; the run's comes from env.runs, which shutdown cancels (workers/runs.ts).
+ * its own per job; the run's comes from env.runs, which shutdown cancels (workers/run/cancellation.ts).
  */
 export function makeProcessor(env: JobEnv, queue: string): Processor<unknown, JobReturn> {
   return (job, token) => {

@@ -42,7 +42,7 @@ import { Provider } from '../../src/provider/provider.js';
 import { redisScope, REDIS_URL } from '../../test/harness/redis.js';
 import { startSshd, type Sshd } from '../../test/harness/sshd.js';
 import type { JobReturn } from '../../workers/runner.js';
-import { startWorker } from '../../workers/worker.js';
+import { startWorker } from '../../workers/runtime.js';
 import { median } from '../lib/virsh-ssh.js';
 
 function arg(name: string, dflt: number): number {

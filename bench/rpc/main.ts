@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { LibvirtConnection } from '../../src/libvirt/connection.js';
 import { ConnectGetLibVersion } from '../../src/libvirt/protocol.gen.js';
-import { parseLibvirtUri } from '../../src/libvirt/uri.js';
+import { parseLibvirtUri } from '../../src/libvirt/transport/uri.js';
 import { startSshd } from '../../test/harness/sshd.js';
 import { cClientUri, median } from '../lib/virsh-ssh.js';
 

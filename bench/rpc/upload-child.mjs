@@ -8,7 +8,7 @@ import {
   StorageVolLookupByName,
   StorageVolUpload,
 } from '../../dist/src/libvirt/protocol.gen.js';
-import { parseLibvirtUri } from '../../dist/src/libvirt/uri.js';
+import { parseLibvirtUri } from '../../dist/src/libvirt/transport/uri.js';
 
 const [uri, poolName, volName, file] = process.argv.slice(2);
 const conn = await LibvirtConnection.connect(parseLibvirtUri(uri), { host: 'bench' });

@@ -6,7 +6,8 @@
 import { EventEmitter } from 'node:events';
 import { SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import { DialError, LibvirtError, type DialReason } from './errors.js';
+import { LibvirtError } from './errors.js';
+import { DialError, type DialReason } from './transport/dial-error.js';
 import { KEEPALIVE_DEFAULTS, type KeepaliveOptions } from './keepalive.js';
 import type { Procedure } from './procedure.js';
 import {
@@ -20,7 +21,7 @@ import { RpcClient, type CallOptions } from './rpc-client.js';
 import { dialSsh } from './transport/ssh.js';
 import type { Link } from './transport/types.js';
 import { dialUnix } from './transport/unix.js';
-import type { LibvirtTarget } from './uri.js';
+import type { LibvirtTarget } from './transport/uri.js';
 
 const AUTH_NONE = 0;
 const AUTH_POLKIT = 2;

@@ -1,7 +1,5 @@
-// libvirt's virErrorNumber values kvm2 names (include/libvirt/virterror.h, 9.0.0) and the
-// kind of each, read from the one classification table (src/error-table.ts, docs/errors.md).
-import type { ErrorKind } from '../error-kind.js';
-import { ERROR_TABLE, type LibvirtRow } from '../error-table.js';
+// libvirt's virErrorNumber values kvm2 names (include/libvirt/virterror.h, 9.0.0). Their kinds
+// are rows of the one classification table (src/errors/table.ts, docs/errors.md).
 
 export const VirErr = {
   OK: 0,
@@ -47,23 +45,3 @@ export const VirErr = {
   AUTH_UNAVAILABLE: 94,
   MULTIPLE_DOMAINS: 110,
 } as const;
-
-const libvirtRows = ERROR_TABLE.filter((r): r is LibvirtRow => r.source === 'libvirt');
-
-/** The row for a libvirt error: the code with its int1 first, then the code alone, then '*'. */
-export function libvirtErrorRow(code: number, int1?: number): LibvirtRow | undefined {
-  return (
-    libvirtRows.find((r) => r.match === code && r.int1 !== undefined && r.int1 === int1) ??
-    libvirtRows.find((r) => r.match === code && r.int1 === undefined) ??
-    libvirtRows.find((r) => r.match === '*')
-  );
-}
-
-/**
- * Kind of a libvirt error, from the libvirt rows of src/error-table.ts. `int1` is the errno
- * libvirt sends with SYSTEM_ERROR (28 ENOSPC is quota_exceeded). A code no row names is
- * permanent: the daemon gave a definite answer, and the same call would get it again.
- */
-export function libvirtErrorKind(code: number, int1?: number): ErrorKind {
-  return libvirtErrorRow(code, int1)?.kind ?? 'permanent';
-}

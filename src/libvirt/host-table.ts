@@ -7,7 +7,7 @@ import { CallAbortedError } from './errors.js';
 import { LibvirtConnection, type ConnectOptions } from './connection.js';
 import type { Procedure } from './procedure.js';
 import type { CallOptions } from './rpc-client.js';
-import type { LibvirtTarget } from './uri.js';
+import type { LibvirtTarget } from './transport/uri.js';
 
 export interface HostTableOptions {
   readonly logger?: Logger | undefined;

@@ -1,16 +1,16 @@
 // The provider contract (SPEC §3) as one object: create, get, delete, listByTag, check. It
 // never imports BullMQ; the queue layer turns its error kinds into retries.
 import type { Kvm2Config } from './config/schema.js';
-import { createContext, type ContextOptions, type ProviderContext } from './context.js';
-import type { KeyedLocks } from './locks.js';
-import type { Instance } from './instance.js';
+import { createContext, type ContextOptions, type ProviderContext } from './core/host-context.js';
+import type { KeyedLocks } from './core/keyed-locks.js';
+import type { Instance } from './core/instance.js';
 import type { DownloadProgress } from './image/fill.js';
 import { create, type CreatePhase } from './operations/create.js';
 import { deleteInstance } from './operations/delete.js';
 import { get } from './operations/get.js';
 import { listByTag } from './operations/list-by-tag.js';
 import { sweepOrphanVolumes, type SweepReport } from './operations/sweep.js';
-import type { CreateRequest } from './request.js';
+import type { CreateRequest } from './core/request.js';
 
 export interface OperationOptions {
   readonly signal?: AbortSignal | undefined;

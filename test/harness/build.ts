@@ -10,9 +10,9 @@ import { buildSync } from 'esbuild';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const BUILD_DIR = path.join(ROOT, '.cache/test-dist');
-const SOURCES = ['src', 'queues', 'workers'];
+const SOURCES = ['src', 'queues', 'workers', 'board', 'cli'];
 
-/** The built JavaScript of a source file, e.g. `src/cli/main.ts` → `.cache/test-dist/src/cli/main.js`. */
+/** The built JavaScript of a source file, e.g. `cli/main.ts` → `.cache/test-dist/cli/main.js`. */
 export function built(source: string): string {
   return path.join(BUILD_DIR, source.replace(/\.ts$/, '.js'));
 }

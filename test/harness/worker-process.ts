@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { built, ROOT } from './build.js';
 
-const CLI = built('src/cli/main.ts');
+const CLI = built('cli/main.ts');
 
 export interface LogLine {
   readonly msg?: string;

@@ -18,7 +18,7 @@ import { Kvm2Client, type EnqueuedCreate } from '../../queues/client.js';
 import { GC_QUEUE, HEALTH_QUEUE, hostQueueName } from '../../queues/names.js';
 import { REDACTED } from '../../queues/registry.js';
 import { parseConfig } from '../../src/provider/config/load.js';
-import { startBoard, type BoardServer } from '../../workers/board.js';
+import { startBoard, type BoardServer } from '../../board/server.js';
 import { redisScope, type RedisScope } from '../harness/redis.js';
 
 const CHROMIUM = '/usr/bin/chromium';

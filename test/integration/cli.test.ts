@@ -1,4 +1,4 @@
-// The kvm2 CLI as an operator runs it: a child process (`node --import tsx src/cli/main.ts`)
+// The kvm2 CLI as an operator runs it: a child process (`node --import tsx cli/main.ts`)
 // with a configuration file, against the real Redis (a fresh key prefix) and the real libvirtd
 // through the harness's sshd. What is asserted is what a person or a script sees: exit status,
 // standard output, standard error, and what landed in Redis. A child spends a second or more
@@ -12,9 +12,9 @@ import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hostQueueName } from '../../queues/names.js';
 import { appendResult, type JobResult } from '../../queues/results.js';
-import { COMMANDS } from '../../src/cli/commands/index.js';
-import type { CliIo } from '../../src/cli/io.js';
-import { runCli } from '../../src/cli/run.js';
+import { COMMANDS } from '../../cli/commands/index.js';
+import type { CliIo } from '../../cli/terminal/io.js';
+import { runCli } from '../../cli/run.js';
 import { isolatedNetwork, type TestNetwork } from '../harness/libvirt-objects.js';
 import { built } from '../harness/build.js';
 import { redisScope, type RedisScope } from '../harness/redis.js';
@@ -48,7 +48,7 @@ function kvm2(args: readonly string[], env: Record<string, string> = {}): Promis
   for (const name of ['KVM2_CONFIG', 'KVM2_DEBUG', 'LOG_LEVEL']) delete childEnv[name];
   Object.assign(childEnv, env);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [built('src/cli/main.ts'), ...args], {
+    const child = spawn(process.execPath, [built('cli/main.ts'), ...args], {
       cwd: ROOT,
       env: childEnv,
       stdio: ['ignore', 'pipe', 'pipe'],

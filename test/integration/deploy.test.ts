@@ -52,7 +52,7 @@ describe('npm start', () => {
 
   it('runs a worker and the board, and stops on SIGTERM', async () => {
     const config = fleet.writeConfig({ board: { listen: '127.0.0.1:0' } });
-    const child = spawn(process.execPath, [built('workers/start.ts')], {
+    const child = spawn(process.execPath, [built('cli/start.ts')], {
       cwd: ROOT,
       env: { ...process.env, KVM2_CONFIG: config },
       stdio: ['ignore', 'pipe', 'pipe'],

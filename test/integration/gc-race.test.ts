@@ -7,9 +7,9 @@ import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Kvm2Client } from '../../queues/client.js';
 import { hostQueueName } from '../../queues/names.js';
-import type { Instance } from '../../src/provider/instance.js';
-import type { JobEnv } from '../../workers/env.js';
-import { RedisLocks } from '../../workers/locks.js';
+import type { Instance } from '../../src/provider/core/instance.js';
+import type { JobEnv } from '../../workers/run/services.js';
+import { RedisLocks } from '../../workers/locks/redis-locks.js';
 import { processGc } from '../../workers/processors/fleet.js';
 import { redisScope, type RedisScope } from '../harness/redis.js';
 

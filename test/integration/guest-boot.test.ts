@@ -15,7 +15,7 @@ import { buildDomainXml } from '../../src/provider/xml/domain.js';
 import { ensureGuestImage, type GuestImage } from '../harness/guest-image.js';
 import { uniqueName, virsh } from '../harness/virsh.js';
 import { DEFAULT_SERIAL_LOG_DIR } from '../../src/provider/config/schema.js';
-import { serialLogFile } from '../../src/provider/ids.js';
+import { serialLogFile } from '../../src/provider/core/ids.js';
 
 const pool = 'default';
 const rand = Math.random().toString(36).slice(2, 8);

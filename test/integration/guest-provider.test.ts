@@ -7,8 +7,8 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parseConfig } from '../../src/provider/config/load.js';
-import { newUid } from '../../src/provider/ids.js';
-import type { Instance } from '../../src/provider/instance.js';
+import { newUid } from '../../src/provider/core/ids.js';
+import type { Instance } from '../../src/provider/core/instance.js';
 import { Provider } from '../../src/provider/provider.js';
 import { ensureGuestImage, type GuestImage } from '../harness/guest-image.js';
 import { startImageServer, type ImageServer } from '../harness/image-server.js';
@@ -22,7 +22,7 @@ import { startSshd, type Sshd } from '../harness/sshd.js';
 import { uniqueName, virsh } from '../harness/virsh.js';
 import { testHost } from '../harness/test-host.js';
 import { DEFAULT_SERIAL_LOG_DIR } from '../../src/provider/config/schema.js';
-import { serialLogFile } from '../../src/provider/ids.js';
+import { serialLogFile } from '../../src/provider/core/ids.js';
 
 const BOOT_BUDGET_MS = 150_000;
 

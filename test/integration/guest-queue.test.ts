@@ -11,7 +11,7 @@ import { resultsOfJob } from '../harness/results.js';
 import { virsh } from '../harness/virsh.js';
 import { startWorkerProcess, type WorkerProcess } from '../harness/worker-process.js';
 import { DEFAULT_SERIAL_LOG_DIR } from '../../src/provider/config/schema.js';
-import { serialLogFile } from '../../src/provider/ids.js';
+import { serialLogFile } from '../../src/provider/core/ids.js';
 
 let image: GuestImage;
 let fleet: QueueFleet;

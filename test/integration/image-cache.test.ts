@@ -13,13 +13,9 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/provider/config/load.js';
 import type { ImageConfig } from '../../src/provider/config/schema.js';
-import { createContext, type ProviderContext } from '../../src/provider/context.js';
-import {
-  baseVolumeName,
-  ensureBaseImage,
-  imagePendingBytes,
-  markerVolumeName,
-} from '../../src/provider/image-cache.js';
+import { createContext, type ProviderContext } from '../../src/provider/core/host-context.js';
+import { baseVolumeName, markerVolumeName } from '../../src/provider/image/base-image.js';
+import { ensureBaseImage, imagePendingBytes } from '../../src/provider/image/cache.js';
 import { buildVolumeXml } from '../../src/provider/xml/volume.js';
 import { startImageServer, type ImageRoute, type ImageServer } from '../harness/image-server.js';
 import { startSshd, type Sshd } from '../harness/sshd.js';

@@ -26,7 +26,7 @@ import {
   StorageVolGetPath,
   StorageVolUpload,
 } from '../../src/libvirt/protocol.gen.js';
-import { parseLibvirtUri } from '../../src/libvirt/uri.js';
+import { parseLibvirtUri } from '../../src/libvirt/transport/uri.js';
 import { startSshd, type Sshd } from '../harness/sshd.js';
 import { uniqueName, virsh, virshFails } from '../harness/virsh.js';
 

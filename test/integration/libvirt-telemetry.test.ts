@@ -5,7 +5,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { LibvirtConnection } from '../../src/libvirt/connection.js';
 import { ConnectGetLibVersion, DomainLookupByName } from '../../src/libvirt/protocol.gen.js';
-import { parseLibvirtUri } from '../../src/libvirt/uri.js';
+import { parseLibvirtUri } from '../../src/libvirt/transport/uri.js';
 import { memoryLogger, memoryTracing } from '../harness/telemetry.js';
 
 const { exporter, tracerProvider: provider, tracer } = memoryTracing('test');

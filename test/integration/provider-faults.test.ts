@@ -8,7 +8,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parseConfig } from '../../src/provider/config/load.js';
-import { newUid } from '../../src/provider/ids.js';
+import { newUid } from '../../src/provider/core/ids.js';
 import { Provider } from '../../src/provider/provider.js';
 import { KVM2_XMLNS } from '../../src/provider/xml/metadata.js';
 import { startImageServer, type ImageServer } from '../harness/image-server.js';

@@ -10,7 +10,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/provider/config/load.js';
 import { DEFAULT_SERIAL_LOG_DIR } from '../../src/provider/config/schema.js';
-import { newUid, serialLogFile } from '../../src/provider/ids.js';
+import { newUid, serialLogFile } from '../../src/provider/core/ids.js';
 import { Provider } from '../../src/provider/provider.js';
 import { KVM2_XMLNS } from '../../src/provider/xml/metadata.js';
 import { startImageServer, type ImageServer } from '../harness/image-server.js';

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LockLostError, RedisLocks } from '../../workers/locks.js';
+import { LockLostError, RedisLocks } from '../../workers/locks/redis-locks.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefix = `kvm2test:${randomBytes(6).toString('hex')}`;

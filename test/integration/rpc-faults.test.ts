@@ -9,7 +9,7 @@ import {
   ConnectGetLibVersion,
   DomainLookupByName,
 } from '../../src/libvirt/protocol.gen.js';
-import { parseLibvirtUri } from '../../src/libvirt/uri.js';
+import { parseLibvirtUri } from '../../src/libvirt/transport/uri.js';
 import { startStallingProxy, type StallingProxy } from '../fakes/stalling-proxy.js';
 import { waitUntil } from '../harness/fault-kit.js';
 

@@ -7,12 +7,12 @@ import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DialError } from '../../src/libvirt/errors.js';
+import { DialError } from '../../src/libvirt/transport/dial-error.js';
 import { formatKnownHostsLine } from '../../src/libvirt/transport/known-hosts.js';
 import { dialSsh } from '../../src/libvirt/transport/ssh.js';
 import type { DialOptions, Link } from '../../src/libvirt/transport/types.js';
 import { dialUnix } from '../../src/libvirt/transport/unix.js';
-import { DEFAULT_SOCKET, parseLibvirtUri } from '../../src/libvirt/uri.js';
+import { DEFAULT_SOCKET, parseLibvirtUri } from '../../src/libvirt/transport/uri.js';
 import { freePort, startSshd, type Sshd } from '../harness/sshd.js';
 
 const execFileAsync = promisify(execFile);

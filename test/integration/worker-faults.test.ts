@@ -555,7 +555,7 @@ describe('a job whose workers keep dying', () => {
     const runs: WorkerProcess[] = [];
     const path = `/${image.name}.qcow2`;
     // Kill each worker inside the download (every GET stalls until release, never given):
-    // BullMQ allows 3 stalls (workers/worker.ts MAX_STALLED); the 4th fails the job.
+    // BullMQ allows 3 stalls (workers/runtime.ts MAX_STALLED); the 4th fails the job.
     for (let kill = 1; kill <= 4; kill++) {
       const w = await startWorker(configPath);
       runs.push(w);

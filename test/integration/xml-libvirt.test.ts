@@ -17,7 +17,7 @@ import {
 } from '../../src/provider/xml/volume.js';
 import { uniqueName, virsh, virshFails } from '../harness/virsh.js';
 import { DEFAULT_SERIAL_LOG_DIR } from '../../src/provider/config/schema.js';
-import { serialLogFile } from '../../src/provider/ids.js';
+import { serialLogFile } from '../../src/provider/core/ids.js';
 
 const prefix = uniqueName('kvm2-xmltest');
 const pool = 'default';

@@ -1,24 +1,32 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { classifyError, dialErrorKind, httpStatusKind, nodeErrorKind } from '../../src/classify.js';
-import type { ErrorKind } from '../../src/error-kind.js';
-import { ERROR_TABLE, type ErrorTableRow } from '../../src/error-table.js';
-import { VirErr, libvirtErrorKind } from '../../src/libvirt/error-codes.js';
+import {
+  classifyError,
+  dialErrorKind,
+  httpStatusKind,
+  libvirtErrorKind,
+  nodeErrorKind,
+} from '../../src/errors/classify.js';
+import type { ErrorKind } from '../../src/errors/kind.js';
+import { ERROR_TABLE, type ErrorTableRow } from '../../src/errors/table.js';
+import { VirErr } from '../../src/libvirt/error-codes.js';
 import {
   CallAbortedError,
-  DialError,
   InvalidArgumentError,
   LibvirtError,
   LinkClosedError,
   LinkInterruptedError,
   ProtocolError,
+} from '../../src/libvirt/errors.js';
+import {
+  DialError,
   type DialReason,
   type DialStage,
-} from '../../src/libvirt/errors.js';
+} from '../../src/libvirt/transport/dial-error.js';
 import { HostTable } from '../../src/libvirt/host-table.js';
-import { parseLibvirtUri } from '../../src/libvirt/uri.js';
+import { parseLibvirtUri } from '../../src/libvirt/transport/uri.js';
 import { parseConfig } from '../../src/provider/config/load.js';
-import { parseInstanceId } from '../../src/provider/ids.js';
+import { parseInstanceId } from '../../src/provider/core/ids.js';
 import { markdownTable } from '../harness/markdown.js';
 
 /** How docs/errors.md writes a row's match. */

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
-import { parseLibvirtUri } from '../../src/libvirt/uri.js';
+import { parseLibvirtUri } from '../../src/libvirt/transport/uri.js';
 import {
   ConfigError,
   configWarnings,

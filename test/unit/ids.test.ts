@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { classifyError } from '../../src/classify.js';
+import { classifyError } from '../../src/errors/classify.js';
 import {
   InvalidInstanceIdError,
   KVM2_PREFIX,
@@ -14,7 +14,7 @@ import {
   instanceLockName,
   seedVolumeName,
   serialLogFile,
-} from '../../src/provider/ids.js';
+} from '../../src/provider/core/ids.js';
 
 const label = fc.stringMatching(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/);
 

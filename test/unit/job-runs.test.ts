@@ -1,7 +1,7 @@
-// workers/runs.ts: shutdown cancels every run in progress and every run that begins after it;
+// workers/run/cancellation.ts: shutdown cancels every run in progress and every run that begins after it;
 // a run that ended is not touched.
 import { expect, it } from 'vitest';
-import { JobRuns } from '../../workers/runs.js';
+import { JobRuns } from '../../workers/run/cancellation.js';
 
 it('cancels the runs in progress, not the ended ones, and every later run at its start', () => {
   const runs = new JobRuns();

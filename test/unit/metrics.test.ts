@@ -1,6 +1,6 @@
-// The worker's /metrics text (workers/metrics.ts): Prometheus exposition format 0.0.4.
+// The worker's /metrics text (workers/run/metrics.ts): Prometheus exposition format 0.0.4.
 import { describe, expect, it } from 'vitest';
-import { WorkerMetrics } from '../../workers/metrics.js';
+import { WorkerMetrics } from '../../workers/run/metrics.js';
 
 describe('WorkerMetrics', () => {
   it('renders counters, gauges and a cumulative histogram', () => {

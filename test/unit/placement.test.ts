@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { placeInZone } from '../../queues/placement.js';
 import { QueueError } from '../../queues/registry.js';
 import { parseConfig } from '../../src/provider/config/load.js';
-import type { HealthReport, HealthStatus } from '../../src/provider/check.js';
+import type { HealthReport, HealthStatus } from '../../src/provider/operations/check.js';
 
 const config = parseConfig({
   hosts: ['a', 'b', 'c', 'd'].map((name, i) => ({

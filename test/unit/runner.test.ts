@@ -3,10 +3,10 @@
 import type { Tracer } from '@opentelemetry/api';
 import type { Job } from 'bullmq';
 import { expect, it } from 'vitest';
-import type { JobEnv } from '../../workers/env.js';
-import { WorkerMetrics } from '../../workers/metrics.js';
+import type { JobEnv } from '../../workers/run/services.js';
+import { WorkerMetrics } from '../../workers/run/metrics.js';
 import { makeProcessor, type JobReturn } from '../../workers/runner.js';
-import { JobRuns } from '../../workers/runs.js';
+import { JobRuns } from '../../workers/run/cancellation.js';
 
 it('a processor whose span cannot start throws, and leaves no active run behind', () => {
   const runs = new JobRuns();

@@ -8,7 +8,7 @@ import {
   stateRow,
   type InstanceState,
   type StateRow,
-} from '../../src/provider/state.js';
+} from '../../src/provider/core/state.js';
 import { markdownTable } from '../harness/markdown.js';
 
 /** How docs/states.md writes a row. */

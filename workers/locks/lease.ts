@@ -44,7 +44,7 @@ export class RedisLease implements Lease {
 
   /**
    * `sentAt`: performance.now() when the SET that took the lock was sent. `controller`: what
-   * a loss aborts (a job run's, shared: workers/runs.ts); the lease's own by default.
+   * a loss aborts (a job run's, shared: workers/run/cancellation.ts); the lease's own by default.
    */
   constructor(
     private readonly client: Redis,

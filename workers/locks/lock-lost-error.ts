@@ -1,6 +1,6 @@
 // The one failure a held lock adds: it was lost while its holder ran. Transient, so the queue
 // retries the job; the next attempt takes the lock afresh.
-import type { ErrorKind, Kinded } from '../../src/error-kind.js';
+import type { ErrorKind, Kinded } from '../../src/errors/kind.js';
 
 /**
  * Why a lease was lost: its key vanished (`expired`, renewal came too late or someone deleted

@@ -4,10 +4,10 @@ import { requestCount } from '../../queues/generations.js';
 import { writeHealth } from '../../queues/health.js';
 import type { JobData } from '../../queues/registry.js';
 import { currentTraceContext } from '../../queues/client.js';
-import { checkHost } from '../../src/provider/check.js';
-import type { JobEnv } from '../env.js';
-import { JobLocks } from '../job-locks.js';
-import { succeeded, type Step } from '../step.js';
+import { checkHost } from '../../src/provider/operations/check.js';
+import type { JobEnv } from '../run/services.js';
+import { JobLocks } from '../locks/job-locks.js';
+import { succeeded, type Step } from '../run/outcome.js';
 
 /**
  * GC of one tag: note how many requests were made before it began, list every host (listByTag

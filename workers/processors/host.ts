@@ -1,17 +1,17 @@
 // The jobs of a host queue `host.<name>`: create, delete, get (SPEC §8). Each create and
-// delete begins in one Redis round trip (workers/begin.ts): commit its generation, end as
+// delete begins in one Redis round trip (workers/run/admission.ts): commit its generation, end as
 // `superseded` without touching the host when a newer request exists, else take the instance
 // lock without waiting (busy → delayed). Then the provider runs with the job's lease.
 import type { Job } from 'bullmq';
 import { createGeneration } from '../../queues/generations.js';
 import { QueueError, type JobData } from '../../queues/registry.js';
-import { formatInstanceId, parseInstanceId } from '../../src/provider/ids.js';
-import type { Instance } from '../../src/provider/instance.js';
+import { formatInstanceId, parseInstanceId } from '../../src/provider/core/ids.js';
+import type { Instance } from '../../src/provider/core/instance.js';
 import type { Provider } from '../../src/provider/provider.js';
-import type { JobEnv } from '../env.js';
-import { beginInstanceJob } from '../begin.js';
-import { JobLocks } from '../job-locks.js';
-import { busyDelay, delay, succeeded, superseded, type Step } from '../step.js';
+import type { JobEnv } from '../run/services.js';
+import { beginInstanceJob } from '../run/admission.js';
+import { JobLocks } from '../locks/job-locks.js';
+import { busyDelay, delay, succeeded, superseded, type Step } from '../run/outcome.js';
 
 /** The create's progress as the job records it: read by `kvm2 create --wait`. */
 export interface CreateProgress {
@@ -41,7 +41,7 @@ function checkQueueHost(queueHost: string, host: string | undefined, op: string)
 }
 
 /**
- * Begins the job (generation and lock, workers/begin.ts) and runs `fn` with a provider view
+ * Begins the job (generation and lock, workers/run/admission.ts) and runs `fn` with a provider view
  * that holds the instance's lease; a superseded job or a busy instance ends here. The lease
  * aborts the run's controller when the lock is lost, so `fn`'s signal (the run's) fires when
  * the lease is lost or the job is cancelled.

@@ -24,9 +24,9 @@ import type {
   PublicKeyAuthMethod,
   ServerHostKeyAlgorithm,
 } from 'ssh2';
-import type { ErrorKind } from '../../error-kind.js';
-import { DialError, type DialReason, type DialStage } from '../errors.js';
-import type { LibvirtTarget, SshTarget } from '../uri.js';
+import type { ErrorKind } from '../../errors/kind.js';
+import { DialError, type DialReason, type DialStage } from './dial-error.js';
+import type { LibvirtTarget, SshTarget } from './uri.js';
 import {
   checkHostKey,
   keyTypeOf,

@@ -1,6 +1,6 @@
 // The local transport: libvirtd's UNIX socket (/var/run/libvirt/libvirt-sock by default).
 import net from 'node:net';
-import { DialError } from '../errors.js';
+import { DialError } from './dial-error.js';
 import type { DialOptions, Link } from './types.js';
 
 /**

@@ -6,9 +6,9 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import YAML from 'yaml';
 import type { z } from 'zod';
-import { parseLibvirtUri, type LibvirtTarget } from '../../libvirt/uri.js';
+import { parseLibvirtUri, type LibvirtTarget } from '../../libvirt/transport/uri.js';
 import { EMBEDDED_DEFAULT, configSchema, type Kvm2Config } from './schema.js';
-import { editDistance } from '../../edit-distance.js';
+import { editDistance } from './edit-distance.js';
 
 export class ConfigError extends Error {
   readonly code = 'ERR_CONFIG';

@@ -2,7 +2,7 @@
 // reference. Objects are strict at every level: a misspelt key is an error, never ignored.
 // Durations and sizes come out as numbers (milliseconds, bytes); nothing here dials.
 import { z } from 'zod';
-import { parseLibvirtUri } from '../../libvirt/uri.js';
+import { parseLibvirtUri } from '../../libvirt/transport/uri.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const LABEL_RULE =

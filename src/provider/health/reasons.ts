@@ -1,6 +1,6 @@
 // What a health report says (SPEC §3 check()): one reason per report, and the one table that
 // gives each reason its status. docs/health.md is this table for operators, row for row.
-import type { DialReason } from '../../libvirt/errors.js';
+import type { DialReason } from '../../libvirt/transport/dial-error.js';
 
 export type HealthStatus = 'healthy' | 'degraded' | 'unhealthy';
 

@@ -9,8 +9,8 @@ import {
   type NonnullStorageVol,
 } from '../../libvirt/protocol.gen.js';
 import type { ImageConfig } from '../config/schema.js';
-import { hostConfig, imageConfig, type ProviderContext } from '../context.js';
-import { KVM2_PREFIX } from '../ids.js';
+import { hostConfig, imageConfig, type ProviderContext } from '../core/host-context.js';
+import { KVM2_PREFIX } from '../core/ids.js';
 
 export interface BaseImage {
   readonly volumeName: string;

@@ -9,7 +9,7 @@ import {
   type NonnullStoragePool,
   type NonnullStorageVol,
 } from '../../libvirt/protocol.gen.js';
-import type { ProviderContext } from '../context.js';
+import type { ProviderContext } from '../core/host-context.js';
 import {
   MARKER_READ_BYTES,
   cacheEntry,

@@ -3,10 +3,10 @@
 // a code and the classification table's kind, and name the image and the URL's host only: a
 // URL's userinfo or query string may hold a token.
 import { EnvHttpProxyAgent, fetch, type Dispatcher, type Response } from 'undici';
-import { classifyError, httpStatusKind } from '../../classify.js';
-import type { ErrorKind } from '../../error-kind.js';
+import { classifyError, httpStatusKind } from '../../errors/classify.js';
+import type { ErrorKind } from '../../errors/kind.js';
 import type { ImageConfig } from '../config/schema.js';
-import { ProviderError } from '../errors.js';
+import { ProviderError } from '../core/errors.js';
 
 /** Timeouts per phase (undici's), and the caps of a whole fill and of a size probe. */
 export const DOWNLOAD_TIMEOUTS = Object.freeze({

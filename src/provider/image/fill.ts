@@ -14,8 +14,8 @@ import {
   type NonnullStoragePool,
   type NonnullStorageVol,
 } from '../../libvirt/protocol.gen.js';
-import type { ProviderContext } from '../context.js';
-import { ProviderError } from '../errors.js';
+import type { ProviderContext } from '../core/host-context.js';
+import { ProviderError } from '../core/errors.js';
 import { firstChild, readXml } from '../xml/types.js';
 import { buildVolumeXml, parseVolumeBacking } from '../xml/volume.js';
 import { describeBase, type BaseImage, type CacheEntry } from './base-image.js';

@@ -20,15 +20,11 @@ import {
   type NonnullDomain,
   type NonnullStoragePool,
 } from '../../libvirt/protocol.gen.js';
-import { hostConfig, imageConfig, type ProviderContext } from '../context.js';
-import { ProviderError } from '../errors.js';
+import { hostConfig, imageConfig, type ProviderContext } from '../core/host-context.js';
+import { ProviderError } from '../core/errors.js';
 import type { DownloadProgress } from '../image/fill.js';
-import {
-  ensureBaseImage,
-  findBaseImage,
-  imagePendingBytes,
-  type BaseImage,
-} from '../image-cache.js';
+import type { BaseImage } from '../image/base-image.js';
+import { ensureBaseImage, findBaseImage, imagePendingBytes } from '../image/cache.js';
 import { deleteVolume, lookupVolume, writeSmallVolume } from '../image/volumes.js';
 import {
   formatInstanceId,
@@ -36,20 +32,20 @@ import {
   overlayVolumeName,
   seedVolumeName,
   serialLogFile,
-} from '../ids.js';
+} from '../core/ids.js';
 import {
   asOperationError,
   isNoDomain,
   readInstance,
   readMetadata,
   type Instance,
-} from '../instance.js';
-import { parseCreateRequest, type ValidCreateRequest } from '../request.js';
+} from '../core/instance.js';
+import { parseCreateRequest, type ValidCreateRequest } from '../core/request.js';
 import { buildSeed } from '../seed/seed.js';
-import { DomainState } from '../state.js';
+import { DomainState } from '../core/state.js';
 import { buildDomainXml } from '../xml/domain.js';
 import { buildVolumeXml, parseVolumeBacking } from '../xml/volume.js';
-import { inSpan } from '../telemetry.js';
+import { inSpan } from '../core/telemetry.js';
 import { removeLocked } from './delete.js';
 
 const DEFINE_VALIDATE = 1; // VIR_DOMAIN_DEFINE_VALIDATE: libvirt checks the XML schema

@@ -15,10 +15,15 @@ import {
   StorageVolLookupByName,
   type NonnullDomain,
 } from '../../libvirt/protocol.gen.js';
-import type { ProviderContext } from '../context.js';
-import { instanceLockName, overlayVolumeName, parseInstanceId, seedVolumeName } from '../ids.js';
-import { asOperationError, isNoDomain, isNoVolume, requireOwned } from '../instance.js';
-import { inSpan } from '../telemetry.js';
+import type { ProviderContext } from '../core/host-context.js';
+import {
+  instanceLockName,
+  overlayVolumeName,
+  parseInstanceId,
+  seedVolumeName,
+} from '../core/ids.js';
+import { asOperationError, isNoDomain, isNoVolume, requireOwned } from '../core/instance.js';
+import { inSpan } from '../core/telemetry.js';
 
 const UNDEFINE_MANAGED_SAVE = 1;
 const UNDEFINE_SNAPSHOTS_METADATA = 2;

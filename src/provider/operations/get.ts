@@ -2,11 +2,11 @@
 // identity is read back from the metadata every time; a cancelled read is transient (the
 // engine's CallAbortedError), never a false state.
 import { DomainLookupByName } from '../../libvirt/protocol.gen.js';
-import { hostConfig, type ProviderContext } from '../context.js';
-import { ProviderError } from '../errors.js';
-import { parseInstanceId } from '../ids.js';
-import { asOperationError, isNoDomain, readInstance, type Instance } from '../instance.js';
-import { inSpan } from '../telemetry.js';
+import { hostConfig, type ProviderContext } from '../core/host-context.js';
+import { ProviderError } from '../core/errors.js';
+import { parseInstanceId } from '../core/ids.js';
+import { asOperationError, isNoDomain, readInstance, type Instance } from '../core/instance.js';
+import { inSpan } from '../core/telemetry.js';
 
 export async function get(
   ctx: ProviderContext,

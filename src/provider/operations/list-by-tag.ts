@@ -4,10 +4,10 @@
 // whose metadata cannot be read is skipped with a warning.
 import { LibvirtError } from '../../libvirt/errors.js';
 import { ConnectListAllDomains } from '../../libvirt/protocol.gen.js';
-import type { ProviderContext } from '../context.js';
-import { ProviderError } from '../errors.js';
-import { readMetadata, toInstance, type Instance } from '../instance.js';
-import { inSpan } from '../telemetry.js';
+import type { ProviderContext } from '../core/host-context.js';
+import { ProviderError } from '../core/errors.js';
+import { readMetadata, toInstance, type Instance } from '../core/instance.js';
+import { inSpan } from '../core/telemetry.js';
 
 export async function listByTag(
   ctx: ProviderContext,

@@ -14,12 +14,12 @@ import {
   type NonnullStoragePool,
   type NonnullStorageVol,
 } from '../../libvirt/protocol.gen.js';
-import { hostConfig, type ProviderContext } from '../context.js';
-import { ProviderError } from '../errors.js';
-import { formatInstanceId, instanceLockName, instanceVolumeOwner } from '../ids.js';
+import { hostConfig, type ProviderContext } from '../core/host-context.js';
+import { ProviderError } from '../core/errors.js';
+import { formatInstanceId, instanceLockName, instanceVolumeOwner } from '../core/ids.js';
 import { deleteVolume, lookupVolume } from '../image/volumes.js';
-import { asOperationError, isNoDomain } from '../instance.js';
-import { inSpan } from '../telemetry.js';
+import { asOperationError, isNoDomain } from '../core/instance.js';
+import { inSpan } from '../core/telemetry.js';
 import { XmlError, firstChild, readXml } from '../xml/types.js';
 
 export interface SweepOptions {

@@ -1,7 +1,7 @@
 // The one failure family of the seed builder: its input cannot make a seed. Retrying never
 // helps, so the kind is always `permanent`. Messages name the field and sizes, never content:
 // user-data may hold secrets (SPEC §6).
-import type { ErrorKind } from '../../error-kind.js';
+import type { ErrorKind } from '../../errors/kind.js';
 
 export type SeedErrorCode =
   /** A file name outside 1..64 chars of [a-z0-9._-], a path, or a duplicate. */

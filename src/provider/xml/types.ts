@@ -2,7 +2,7 @@
 // the builder options, and a small reader that turns fast-xml-parser's ordered output into a
 // tree of elements (name, attributes, children, text) the readers can walk with namespaces.
 import { XMLBuilder, XMLParser } from 'fast-xml-parser';
-import type { ErrorKind, Kinded } from '../../error-kind.js';
+import type { ErrorKind, Kinded } from '../../errors/kind.js';
 
 /** kvm2's own record on every domain it owns (SPEC §3), in kvm2's XML namespace. */
 export interface InstanceMetadata {

@@ -1,0 +1,106 @@
+// kvm2 create: enqueue a create (SPEC §3, §8) on the host's queue, or the zone's placement.
+// The --user-data and --network-config files are read here and travel only in the job: their
+// content is never printed, not even in an error.
+import { readFile } from 'node:fs/promises';
+import { Kvm2Client, type CreateInput } from '../../queues/client.js';
+import { parseInstanceId } from '../../src/provider/core/ids.js';
+import type { ParsedArgs } from '../options/args.js';
+import { configuredHost, loadCliConfig } from '../options/config.js';
+import { CliError, EXIT } from '../terminal/errors.js';
+import { keyValues } from '../terminal/format.js';
+import { printJson, type CliIo } from '../terminal/io.js';
+import { reportFinal, waitForFinal } from './wait.js';
+
+/** Reads a file named by an option as UTF-8 text; errors name the option and the path only. */
+async function readTextOption(args: ParsedArgs, option: string): Promise<string | undefined> {
+  const file = args.string(option);
+  if (file === undefined) return undefined;
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(file);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
+    throw new CliError(`--${option}: cannot read ${file} (${code})`);
+  }
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new CliError(
+      `--${option}: ${file} is not UTF-8 text (compressed user-data is not supported)`,
+    );
+  }
+}
+
+export async function run(args: ParsedArgs, io: CliIo): Promise<number> {
+  const host = args.string('host');
+  const zone = args.string('zone');
+  if ((host === undefined) === (zone === undefined)) {
+    throw args.usageError('name exactly one of --host and --zone');
+  }
+  const name = args.required('name');
+  const image = args.required('image');
+  const vcpus = args.positiveInt('vcpus');
+  const memoryMiB = args.positiveInt('memory-mib');
+  const diskGiB = args.positiveInt('disk-gib');
+  const json = args.flag('json');
+
+  const config = await loadCliConfig(args, io);
+  if (host !== undefined) configuredHost(config, host, '--host');
+  if (config.images[image] === undefined) {
+    const known = Object.keys(config.images);
+    throw new CliError(
+      `--image: image '${image}' is not in the configuration (images: ${known.length === 0 ? 'none' : known.join(', ')})`,
+    );
+  }
+  const userData = await readTextOption(args, 'user-data');
+  const networkConfig = await readTextOption(args, 'network-config');
+  const input: CreateInput = {
+    ...(host === undefined ? {} : { host }),
+    ...(zone === undefined ? {} : { zone }),
+    name,
+    image,
+    ...(args.string('tag') === undefined ? {} : { tag: args.string('tag') }),
+    ...(userData === undefined ? {} : { userData }),
+    ...(networkConfig === undefined ? {} : { networkConfig }),
+    ...(vcpus === undefined ? {} : { vcpus }),
+    ...(memoryMiB === undefined ? {} : { memoryMiB }),
+    ...(diskGiB === undefined ? {} : { diskGiB }),
+  };
+
+  const client = Kvm2Client.fromConfig(config);
+  try {
+    const job = await client.create(input, { wait: !args.flag('no-wait-address') });
+    if (!args.flag('wait')) {
+      if (json) {
+        printJson(io, { jobId: job.jobId, id: job.id, uid: job.uid, generation: job.generation });
+      } else {
+        io.out(
+          ...keyValues([
+            ['job', job.jobId],
+            ['instance', job.id],
+            ['uid', job.uid],
+          ]),
+        );
+      }
+      return EXIT.ok;
+    }
+    if (!json)
+      io.out(
+        ...keyValues([
+          ['job', job.jobId],
+          ['instance', job.id],
+          ['uid', job.uid],
+        ]),
+      );
+    const result = await waitForFinal(client, job.jobId, io, {
+      redisUrl: config.redis.url,
+      prefix: config.redis.prefix,
+      host: parseInstanceId(job.id).host,
+      jobId: job.jobId,
+      label: job.id,
+    });
+    return reportFinal(result, io, json);
+  } finally {
+    await client.close();
+  }
+}

@@ -1,0 +1,18 @@
+// kvm2 worker: the per-host worker pools (SPEC §8) until SIGTERM or SIGINT. runWorker installs
+// its own signal handlers (graceful first, forceful on the second signal) and resolves once
+// everything has shut down.
+import { createLogger } from '../../workers/logger.js';
+import { runWorker } from '../../workers/process.js';
+import type { ParsedArgs } from '../options/args.js';
+import { configuredHost, loadCliConfig } from '../options/config.js';
+import { EXIT } from '../terminal/errors.js';
+import type { CliIo } from '../terminal/io.js';
+
+export async function run(args: ParsedArgs, io: CliIo): Promise<number> {
+  const config = await loadCliConfig(args, io);
+  const hosts = args.list('hosts');
+  for (const host of hosts) configuredHost(config, host, '--hosts');
+  const logger = createLogger({ name: 'kvm2-worker' });
+  await runWorker(config, { hosts: hosts.length === 0 ? undefined : hosts, logger });
+  return EXIT.ok;
+}

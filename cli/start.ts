@@ -1,0 +1,23 @@
+// `npm start`: a worker and the board in one process, on the configuration from KVM2_CONFIG or
+// the embedded default (the local libvirtd as host `local`, Redis on 127.0.0.1:6379). For a
+// laptop or a single host; a fleet runs `kvm2 worker` and `kvm2 board` as separate services
+// (docker-compose.yml, docs/operations.md).
+import { configWarnings, loadConfig } from '../src/provider/config/load.js';
+import { startBoard } from '../board/server.js';
+import { createLogger } from '../workers/logger.js';
+import { runWorker } from '../workers/process.js';
+
+const logger = createLogger({ name: 'kvm2' });
+try {
+  const config = await loadConfig({ env: process.env });
+  for (const warning of configWarnings(config)) logger.warn(warning);
+  const board = await startBoard(config, { logger });
+  logger.info({ url: board.url }, 'board listening');
+  await runWorker(config, { logger });
+  await board.close();
+  logger.flush();
+} catch (err) {
+  logger.fatal({ err: (err as Error).message }, 'kvm2 could not start');
+  logger.flush();
+  process.exitCode = 1;
+}

@@ -1,0 +1,175 @@
+// The Instance kvm2 reports (SPEC §3), and how it is read back from libvirt: identity from the
+// kvm2 metadata element (every time: never cached), state from the libvirt state table,
+// address from the guest agent, then ARP, then DHCP leases.
+import { LibvirtError } from '../../libvirt/errors.js';
+import { VirErr } from '../../libvirt/error-codes.js';
+import type { LibvirtConnection } from '../../libvirt/connection.js';
+import {
+  DomainGetMetadata,
+  DomainGetState,
+  DomainInterfaceAddresses,
+  type NonnullDomain,
+} from '../../libvirt/protocol.gen.js';
+import { ProviderError } from './errors.js';
+import { formatInstanceId } from './ids.js';
+import { DomainState, mapDomainState, type InstanceState } from './state.js';
+import { KVM2_XMLNS } from '../xml/metadata.js';
+import { parseMetadata } from '../xml/metadata.js';
+import type { InstanceMetadata } from '../xml/types.js';
+
+export interface Instance {
+  /** `<host>/<name>` */
+  readonly id: string;
+  readonly host: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly state: InstanceState;
+  readonly address?: string | undefined;
+  readonly createdAt: string;
+  readonly tag: string;
+  readonly image: string;
+}
+
+const METADATA_ELEMENT = 2; // VIR_DOMAIN_METADATA_ELEMENT
+const AFFECT_CURRENT = 0;
+const ADDRESS_SOURCES = [
+  { source: 1, name: 'agent' }, // VIR_DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT
+  { source: 2, name: 'arp' }, // …_SRC_ARP
+  { source: 0, name: 'lease' }, // …_SRC_LEASE
+] as const;
+const IPV4 = 0;
+
+interface Io {
+  readonly signal?: AbortSignal | undefined;
+}
+
+/**
+ * The domain's kvm2 metadata, or null when it has none (a foreign domain). Only libvirt's
+ * "metadata not found" means foreign; any other failure propagates.
+ */
+export async function readMetadata(
+  conn: LibvirtConnection,
+  dom: NonnullDomain,
+  io: Io,
+): Promise<InstanceMetadata | null> {
+  try {
+    const { metadata } = await conn.call(
+      DomainGetMetadata,
+      { dom, type: METADATA_ELEMENT, uri: KVM2_XMLNS, flags: AFFECT_CURRENT },
+      io,
+    );
+    return parseMetadata(metadata);
+  } catch (err) {
+    if (err instanceof LibvirtError && err.libvirtCode === VirErr.NO_DOMAIN_METADATA) return null;
+    throw err;
+  }
+}
+
+/** Like readMetadata, but a domain without kvm2 metadata is a permanent refusal. */
+export async function requireOwned(
+  conn: LibvirtConnection,
+  host: string,
+  dom: NonnullDomain,
+  io: Io,
+): Promise<InstanceMetadata> {
+  const meta = await readMetadata(conn, dom, io);
+  if (meta === null) {
+    throw new ProviderError(
+      'ERR_FOREIGN_DOMAIN',
+      'permanent',
+      `domain '${dom.name}' on host '${host}' has no kvm2 metadata: kvm2 does not touch it`,
+    );
+  }
+  return meta;
+}
+
+/** The first IPv4 address a source reports for the domain, trying agent, ARP, leases in turn. */
+export async function readAddress(
+  conn: LibvirtConnection,
+  dom: NonnullDomain,
+  io: Io,
+): Promise<string | undefined> {
+  for (const { source } of ADDRESS_SOURCES) {
+    let ifaces;
+    try {
+      ({ ifaces } = await conn.call(DomainInterfaceAddresses, { dom, source, flags: 0 }, io));
+    } catch (err) {
+      // No agent configured or answering, no ARP entry, no lease: try the next source. A
+      // transport failure is not "no address": it propagates.
+      if (err instanceof LibvirtError) continue;
+      throw err;
+    }
+    for (const iface of ifaces) {
+      if (iface.name === 'lo') continue;
+      const addr = iface.addrs.find((a) => a.type === IPV4 && !a.addr.startsWith('127.'));
+      if (addr !== undefined) return addr.addr;
+    }
+  }
+  return undefined;
+}
+
+/** A full read: metadata, state, and (when running) the address. */
+export async function readInstance(
+  conn: LibvirtConnection,
+  host: string,
+  dom: NonnullDomain,
+  io: Io,
+): Promise<Instance> {
+  const meta = await requireOwned(conn, host, dom, io);
+  const { state, reason } = await conn.call(DomainGetState, { dom, flags: 0 }, io);
+  const address = state === DomainState.RUNNING ? await readAddress(conn, dom, io) : undefined;
+  return toInstance(
+    host,
+    dom.name,
+    meta,
+    mapDomainState(state, reason, address !== undefined),
+    address,
+  );
+}
+
+export function toInstance(
+  host: string,
+  name: string,
+  meta: InstanceMetadata,
+  state: InstanceState,
+  address?: string,
+): Instance {
+  return {
+    id: formatInstanceId(host, name),
+    host,
+    name,
+    uid: meta.uid,
+    state,
+    ...(address === undefined ? {} : { address }),
+    createdAt: meta.createdAt,
+    tag: meta.tag,
+    image: meta.image,
+  };
+}
+
+/** True for libvirt's "no such domain": the only error that means not_found for a domain. */
+export function isNoDomain(err: unknown): boolean {
+  return err instanceof LibvirtError && err.libvirtCode === VirErr.NO_DOMAIN;
+}
+
+/**
+ * At an operation's boundary: libvirt's "no such pool / volume / network" must not reach the
+ * queue as not_found, which only a missing domain means (a delete would count it as success
+ * and leak the rest). A missing pool or network is configuration: permanent; a volume that
+ * vanished under us: transient, the retry looks again.
+ */
+export function asOperationError(err: unknown): unknown {
+  if (!(err instanceof LibvirtError) || err.kind !== 'not_found' || isNoDomain(err)) return err;
+  const permanent =
+    err.libvirtCode === VirErr.NO_STORAGE_POOL || err.libvirtCode === VirErr.NO_NETWORK;
+  return new ProviderError(
+    'ERR_HOST_OBJECT_MISSING',
+    permanent ? 'permanent' : 'transient',
+    `${err.procedure}: ${err.message}`,
+    { cause: err },
+  );
+}
+
+export function isNoVolume(err: unknown): boolean {
+  return err instanceof LibvirtError && err.libvirtCode === VirErr.NO_STORAGE_VOL;
+}

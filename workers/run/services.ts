@@ -1,0 +1,29 @@
+// What every job processor is given: built once per worker process (workers/runtime.ts).
+import type { Tracer } from '@opentelemetry/api';
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Kvm2Config } from '../../src/provider/config/schema.js';
+import type { Provider } from '../../src/provider/provider.js';
+import type { RedisLocks } from '../locks/redis-locks.js';
+import type { WorkerMetrics } from './metrics.js';
+import type { JobRuns } from './cancellation.js';
+
+export interface JobEnv {
+  readonly config: Kvm2Config;
+  readonly prefix: string;
+  readonly provider: Provider;
+  /** Commands: results, generations, the health hash, locks. Never a blocking read. */
+  readonly redis: Redis;
+  /** Instance and image locks; each job run wraps them in its own JobLocks. */
+  readonly locks: RedisLocks;
+  readonly logger: Logger;
+  readonly tracer: Tracer;
+  readonly metrics: WorkerMetrics;
+  /** A producer-side queue of that name (GC enqueues deletes through it). */
+  readonly queueFor: (name: string) => Queue;
+  /** True once shutdown has run out of patience: a cancelled job is released, not failed. */
+  readonly releasing: () => boolean;
+  /** The runs in progress: each run's cancellation, which shutdown fires. */
+  readonly runs: JobRuns;
+}

@@ -1,0 +1,294 @@
+// A worker process's runtime (SPEC §8): one BullMQ Worker per served host queue, with the
+// host's concurrency as that queue's global concurrency (so all processes together never
+// exceed it), one each on `gc` and `health`, the health job schedulers, and an orderly close.
+// workers/process.ts adds signals and the HTTP endpoints around it.
+import { trace, type Tracer } from '@opentelemetry/api';
+import { Queue, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { pruneHealth } from '../queues/health.js';
+import { RETENTION } from '../queues/job-options.js';
+import { GC_QUEUE, HEALTH_QUEUE, hostQueueName } from '../queues/names.js';
+import { createWorkerConnection, redisEndpoint } from '../queues/redis.js';
+import type { JobName } from '../queues/registry.js';
+import { appendResult } from '../queues/results.js';
+import type { Kvm2Config } from '../src/provider/config/schema.js';
+import { Provider } from '../src/provider/provider.js';
+import type { JobEnv } from './run/services.js';
+import { RedisLocks } from './locks/redis-locks.js';
+import { JobRuns } from './run/cancellation.js';
+import { WorkerMetrics } from './run/metrics.js';
+import { instanceOf, makeProcessor } from './runner.js';
+
+const HEALTH_SCHEDULER_PREFIX = 'health:';
+/** gc and health jobs at once per process: they are light, and mostly wait on hosts. */
+const FLEET_CONCURRENCY = 4;
+/** How many times a job's worker may die under it before BullMQ fails the job. */
+const MAX_STALLED = 3;
+/** BullMQ's failedReason for such a job (bullmq 6 worker.ts). */
+const STALLED_OUT = /stalled more than allowable limit/;
+/**
+ * After the graceful bound, how long the rest of the teardown may take in all: cancelled jobs
+ * releasing themselves, BullMQ's forced close, the queues' close, QUIT. One budget for every
+ * step, so a shutdown during a Redis outage ends within shutdownTimeout plus this.
+ */
+const TEARDOWN_BOUND_MS = 5_000;
+
+export interface WorkerOptions {
+  /** Host queues to serve (default: every configured host). gc and health are always served. */
+  readonly hosts?: readonly string[] | undefined;
+  readonly logger: Logger;
+  readonly tracer?: Tracer | undefined;
+}
+
+export interface WorkerRuntime {
+  readonly metrics: WorkerMetrics;
+  /** Queues served, in order. */
+  readonly queues: readonly string[];
+  /** Redis reachable, every worker running, not shutting down. */
+  ready(): boolean;
+  /**
+   * Stops taking jobs and waits up to `worker.shutdownTimeout` for active ones; then cancels
+   * them (each is released to its queue, no attempt spent) and closes. `force` skips the wait.
+   */
+  close(options?: { readonly force?: boolean }): Promise<void>;
+}
+
+export function selectHosts(config: Kvm2Config, hosts: readonly string[] | undefined): string[] {
+  const all = config.hosts.map((h) => h.name);
+  if (hosts === undefined) return all;
+  const unknown = hosts.filter((h) => !all.includes(h));
+  if (unknown.length > 0) {
+    throw new RangeError(
+      `--hosts: ${unknown.map((h) => `'${h}'`).join(', ')} not in the configuration (hosts: ${all.join(', ')})`,
+    );
+  }
+  return [...new Set(hosts)];
+}
+
+export async function startWorker(
+  config: Kvm2Config,
+  options: WorkerOptions,
+): Promise<WorkerRuntime> {
+  const hosts = selectHosts(config, options.hosts);
+  const logger = options.logger;
+  const prefix = config.redis.prefix;
+  const redis = createWorkerConnection(config.redis.url);
+  redis.on('error', (err: Error) => {
+    logger.warn({ redis: redisEndpoint(config.redis.url), err: err.message }, 'redis error');
+  });
+  await redis.ping();
+  await warnUnlessNoEviction(redis, logger);
+
+  const tracer = options.tracer ?? trace.getTracer('kvm2');
+  const locks = new RedisLocks({ client: redis, prefix, ttlMs: config.worker.lockTtl });
+  // Outside a job (none today) the provider would wait for a busy key; jobs use their own view.
+  const provider = new Provider(config, { locks, logger, tracer });
+  const producerQueues = new Map<string, Queue>();
+  const queueFor = (name: string): Queue => {
+    let queue = producerQueues.get(name);
+    if (queue === undefined) {
+      queue = new Queue(name, { connection: redis, prefix });
+      producerQueues.set(name, queue);
+    }
+    return queue;
+  };
+  let releasing = false;
+  const runs = new JobRuns();
+  const metrics = new WorkerMetrics();
+  const env: JobEnv = {
+    config,
+    prefix,
+    provider,
+    redis,
+    locks,
+    logger,
+    tracer,
+    metrics,
+    queueFor,
+    releasing: () => releasing,
+    runs,
+  };
+
+  // The host's concurrency is global: any number of processes together stay within it.
+  for (const host of config.hosts.filter((h) => hosts.includes(h.name))) {
+    await queueFor(hostQueueName(host.name)).setGlobalConcurrency(host.concurrency);
+  }
+  await scheduleHealth(config, queueFor(HEALTH_QUEUE), redis, prefix);
+
+  const served = [
+    ...config.hosts
+      .filter((h) => hosts.includes(h.name))
+      .map((h) => ({ name: hostQueueName(h.name), concurrency: h.concurrency })),
+    { name: GC_QUEUE, concurrency: FLEET_CONCURRENCY },
+    { name: HEALTH_QUEUE, concurrency: FLEET_CONCURRENCY },
+  ];
+  const workers = served.map(({ name, concurrency }) => {
+    const worker = new Worker(name, makeProcessor(env, name), {
+      connection: redis,
+      prefix,
+      concurrency,
+      lockDuration: config.worker.stalledAfter,
+      stalledInterval: config.worker.stalledAfter,
+      // One dead worker (a deploy, an OOM kill) must not use up a job: it runs again.
+      maxStalledCount: MAX_STALLED,
+      // For jobs that come without retention of their own (a scheduler's, one added by hand).
+      ...RETENTION,
+    });
+    worker.on('error', (err) => {
+      logger.warn({ queue: name, err: err.message }, 'worker error');
+    });
+    worker.on('failed', (job, err) => {
+      if (job !== undefined) reportStalledOut(redis, prefix, logger, job, err);
+    });
+    return worker;
+  });
+  await Promise.all(workers.map((w) => w.waitUntilReady()));
+  logger.info({ queues: served.map((s) => s.name), hosts }, 'worker started');
+
+  let closing: Promise<void> | undefined;
+  let shuttingDown = false;
+  // A second request to close (a second signal) ends the graceful wait at once.
+  let forceNow: () => void = () => undefined;
+  const forced = new Promise<false>((resolve) => {
+    forceNow = () => resolve(false);
+  });
+  const close = async (force: boolean): Promise<void> => {
+    shuttingDown = true;
+    const graceful = Promise.all(workers.map((w) => w.close()));
+    const inTime = force
+      ? false
+      : await Promise.race([within(graceful, config.worker.shutdownTimeout), forced]);
+    const teardownEnds = Date.now() + TEARDOWN_BOUND_MS;
+    const left = (): number => Math.max(0, teardownEnds - Date.now());
+    if (!inTime) {
+      releasing = true;
+      logger.warn({ active: metrics.activeTotal() }, 'shutdown: releasing the jobs still running');
+      runs.cancelAll(new Error('worker shutting down'));
+      if (!(await within(graceful, left()))) {
+        // BullMQ's forced close still talks to Redis: bounded like the rest of the teardown.
+        await within(Promise.allSettled(workers.map((w) => w.close(true))), left());
+      }
+    }
+    const queuesClosed = Promise.allSettled([...producerQueues.values()].map((q) => q.close()));
+    await within(queuesClosed, left());
+    await provider.close();
+    // During a Redis outage QUIT would wait behind the offline queue (lease renewals, BullMQ's
+    // lock extensions) for as long as the outage lasts: the connection is dropped instead.
+    const quit =
+      redis.status === 'ready'
+        ? redis.quit().then(
+            () => true,
+            () => false,
+          )
+        : undefined;
+    if (quit === undefined || !(await within(quit, left()))) redis.disconnect();
+    logger.info('worker stopped');
+  };
+
+  return {
+    metrics,
+    queues: served.map((s) => s.name),
+    ready: () => !shuttingDown && redis.status === 'ready' && workers.every((w) => w.isRunning()),
+    close: (opts) => {
+      if (opts?.force === true) forceNow();
+      closing ??= close(opts?.force === true);
+      return closing;
+    },
+  };
+}
+
+/**
+ * A job whose workers died more than MAX_STALLED times is failed by BullMQ without calling the
+ * processor, so the runner writes no result for it: this does, so waitFor and consumers learn
+ * it failed (SPEC §8: every attempt's outcome is on the stream).
+ */
+function reportStalledOut(
+  redis: Redis,
+  prefix: string,
+  logger: Logger,
+  job: Job,
+  err: Error,
+): void {
+  if (!STALLED_OUT.test(err.message)) return;
+  appendResult(redis, prefix, {
+    jobId: job.id ?? '',
+    op: job.name as JobName,
+    outcome: 'failed',
+    attempt: job.attemptsMade + 1,
+    timestamp: Date.now(),
+    instanceId: instanceOf(job.data),
+    errorKind: 'transient',
+    errorCode: 'ERR_JOB_STALLED',
+    message: `its worker stopped ${job.stalledCounter} times while running it (killed, or blocked longer than worker.stalledAfter)`,
+  }).catch((e: unknown) => {
+    logger.warn({ job: job.id, err: (e as Error).message }, 'could not append a result');
+  });
+}
+
+/** Resolves true when `work` settles within `ms`, false otherwise (work goes on). */
+async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([work.then(() => true as const), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * One job scheduler per configured host (upsert: restarts never duplicate one), and none for a
+ * host that left the configuration; its stale health report goes too.
+ */
+async function scheduleHealth(
+  config: Kvm2Config,
+  queue: Queue,
+  redis: Redis,
+  prefix: string,
+): Promise<void> {
+  const names = config.hosts.map((h) => h.name);
+  for (const host of names) {
+    await queue.upsertJobScheduler(
+      `${HEALTH_SCHEDULER_PREFIX}${host}`,
+      { every: config.health.every },
+      {
+        name: 'health',
+        data: { host },
+        opts: { removeOnComplete: { count: 100 }, removeOnFail: { count: 100 }, attempts: 1 },
+      },
+    );
+  }
+  const schedulers = await queue.getJobSchedulers(0, -1);
+  for (const s of schedulers) {
+    const id = s.key;
+    if (
+      id.startsWith(HEALTH_SCHEDULER_PREFIX) &&
+      !names.includes(id.slice(HEALTH_SCHEDULER_PREFIX.length))
+    ) {
+      await queue.removeJobScheduler(id);
+    }
+  }
+  await pruneHealth(redis, prefix, names);
+}
+
+/** SPEC §8: Redis must not evict BullMQ's keys; say so at start when it might. */
+async function warnUnlessNoEviction(redis: Redis, logger: Logger): Promise<void> {
+  try {
+    const reply = (await redis.config('GET', 'maxmemory-policy')) as string[];
+    const policy = reply[1];
+    if (policy !== 'noeviction') {
+      logger.warn(
+        { policy },
+        `redis maxmemory-policy is '${policy ?? 'unknown'}', not 'noeviction': Redis may evict job keys under memory pressure`,
+      );
+    }
+  } catch (err) {
+    logger.warn(
+      { err: (err as Error).message },
+      'could not read redis maxmemory-policy (CONFIG GET refused); make sure it is noeviction',
+    );
+  }
+}
