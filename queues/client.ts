@@ -15,13 +15,8 @@ import { DEFAULT_JOB_OPTIONS } from './job-options.js';
 import { DEFAULT_PREFIX, GC_QUEUE, hostQueueName } from './names.js';
 import { placeInZone, type ZoneConfig } from './placement.js';
 import { asRedisError, connectProducer, createProducerConnection } from './redis.js';
-import {
-  QueueError,
-  validateJob,
-  type JobData,
-  type JobInput,
-  type TraceContext,
-} from './registry.js';
+import { Kvm2Error } from '../src/errors/error.js';
+import { validateJob, type JobData, type JobInput, type TraceContext } from './registry.js';
 import {
   lastResultId,
   waitForResult,
@@ -140,9 +135,8 @@ export class Kvm2Client {
         digest,
       });
       if (reservation.digest !== digest) {
-        throw new QueueError(
+        throw new Kvm2Error(
           'ERR_UID_REUSED',
-          'permanent',
           `request.uid: already used by another create (job ${reservation.jobId}); a repeat must carry the same request`,
         );
       }
@@ -267,9 +261,8 @@ export class Kvm2Client {
       return validateJob('create', { ...placed, host });
     }
     if (this.#resolveZone === undefined) {
-      throw new QueueError(
+      throw new Kvm2Error(
         'ERR_ZONE_UNRESOLVED',
-        'permanent',
         'request.zone: this client has no zone placement (resolveZone); name a host instead',
       );
     }
@@ -279,7 +272,7 @@ export class Kvm2Client {
   }
 
   #checkOpen(): void {
-    if (this.#closed) throw new QueueError('ERR_CLIENT_CLOSED', 'permanent', 'client is closed');
+    if (this.#closed) throw new Kvm2Error('ERR_CLIENT_CLOSED', 'client is closed');
   }
 
   async #connection(): Promise<Redis> {

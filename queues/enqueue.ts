@@ -18,7 +18,7 @@ export interface EnqueuedDelete {
 }
 
 /**
- * A delete's data, validated (a permanent QueueError naming the field otherwise), before
+ * A delete's data, validated (a permanent Kvm2Error naming the field otherwise), before
  * anything reaches Redis. Its generation is a placeholder that enqueueDelete replaces.
  */
 export function deleteData(id: string, traceContext?: TraceContext): JobData<'delete'> {

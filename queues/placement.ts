@@ -6,7 +6,7 @@
 // burst of creates spreads. docs/placement.md tells the same.
 import type { HostConfig, Kvm2Config } from '../src/provider/config/schema.js';
 import type { HealthReport } from '../src/provider/operations/check.js';
-import { QueueError } from './registry.js';
+import { Kvm2Error } from '../src/errors/error.js';
 
 /** Reports older than this many health rounds are stale. */
 export const FRESH_ROUNDS = 3;
@@ -20,13 +20,15 @@ export interface PlacementInput {
   readonly random?: () => number;
 }
 
-/** The host for a zone request; a permanent ERR_ZONE_UNRESOLVED naming why when none fits. */
+/**
+ * The host for a zone request. None configured in the zone: ERR_ZONE_UNRESOLVED (permanent);
+ * none with a fresh healthy report: ERR_ZONE_UNAVAILABLE (transient).
+ */
 export function placeInZone(input: PlacementInput): string {
   const inZone = input.hosts.filter((h) => h.zone === input.zone);
   if (inZone.length === 0) {
-    throw new QueueError(
+    throw new Kvm2Error(
       'ERR_ZONE_UNRESOLVED',
-      'permanent',
       `request.zone: no configured host is in zone '${input.zone}'`,
     );
   }
@@ -41,9 +43,8 @@ export function placeInZone(input: PlacementInput): string {
   });
   if (candidates.length === 0) {
     // Transient: the next health round may bring a host back.
-    throw new QueueError(
-      'ERR_ZONE_UNRESOLVED',
-      'transient',
+    throw new Kvm2Error(
+      'ERR_ZONE_UNAVAILABLE',
       `request.zone: no host in zone '${input.zone}' has a fresh healthy report (${inZone.length} configured)`,
     );
   }

@@ -5,7 +5,7 @@ import type { Socket } from 'node:net';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { RedisConfig } from '../src/provider/config/schema.js';
 import { DEFAULT_PREFIX } from './names.js';
-import { QueueError } from './registry.js';
+import { Kvm2Error } from '../src/errors/error.js';
 
 const PRODUCER_CONNECT_TIMEOUT_MS = 1_500;
 
@@ -88,11 +88,10 @@ export function createWorkerConnection(url: string): Redis {
   return coalesceWrites(new Redis(url, { ...workerRedisOptions }));
 }
 
-function unavailable(url: string, cause: unknown): QueueError {
+function unavailable(url: string, cause: unknown): Kvm2Error {
   const why = cause instanceof Error ? cause.message : String(cause);
-  return new QueueError(
+  return new Kvm2Error(
     'ERR_REDIS_UNAVAILABLE',
-    'transient',
     `redis at ${redisEndpoint(url)} is unreachable: ${why}`,
     { cause },
   );
@@ -129,7 +128,7 @@ export function connectProducer(redis: Redis, url: string): Promise<void> {
 
 /** Maps a command's failure during an outage to ERR_REDIS_UNAVAILABLE; others pass through. */
 export function asRedisError(url: string, err: unknown): unknown {
-  if (err instanceof QueueError) return err;
+  if (err instanceof Kvm2Error) return err;
   const message = err instanceof Error ? err.message : '';
   const offline =
     /enableOfflineQueue|Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|max retries/i;

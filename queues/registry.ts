@@ -3,31 +3,9 @@
 // and the dashboard (redaction). Messages name the field (`job.create.name: …`) and never echo
 // a value: user-data and network-config may hold secrets.
 import { z } from 'zod';
-import type { ErrorKind } from '../src/errors/kind.js';
+import { Kvm2Error } from '../src/errors/error.js';
 import { NAME_PATTERN, parseInstanceId } from '../src/provider/core/ids.js';
 import { createRequestSchema } from '../src/provider/core/request.js';
-
-export type QueueErrorCode =
-  | 'ERR_INVALID_JOB'
-  | 'ERR_UID_REUSED'
-  | 'ERR_ZONE_UNRESOLVED'
-  | 'ERR_REDIS_UNAVAILABLE'
-  | 'ERR_CLIENT_CLOSED'
-  | 'ERR_WAIT_TIMEOUT';
-
-/** The queue layer's own failures: a stable code and the kind a caller branches on. */
-export class QueueError extends Error {
-  override name = 'QueueError';
-
-  constructor(
-    readonly code: QueueErrorCode,
-    readonly kind: ErrorKind,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
-}
 
 /** W3C Trace Context (https://www.w3.org/TR/trace-context/), as propagation.inject writes it. */
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
@@ -94,7 +72,7 @@ export function isJobName(name: string): name is JobName {
 }
 
 /**
- * The job's data, validated; else a permanent QueueError naming every bad field. Worker and
+ * The job's data, validated; else a permanent Kvm2Error naming every bad field. Worker and
  * producer both call it: a payload forced into Redis by hand fails the same way.
  */
 export function validateJob<N extends JobName>(name: N, data: unknown): JobData<N>;
@@ -102,9 +80,8 @@ export function validateJob(name: string, data: unknown): JobData<JobName>;
 export function validateJob(name: string, data: unknown): JobData<JobName> {
   if (!isJobName(name)) {
     const shown = JSON.stringify(name.length > 40 ? `${name.slice(0, 40)}…` : name);
-    throw new QueueError(
+    throw new Kvm2Error(
       'ERR_INVALID_JOB',
-      'permanent',
       `job: unknown job name ${shown} (expected one of ${JOB_NAMES.join(', ')})`,
     );
   }
@@ -115,7 +92,7 @@ export function validateJob(name: string, data: unknown): JobData<JobName> {
     const at = ['job', name, ...issue.path.map(String)].join('.');
     return `${at}: ${issue.message}`;
   });
-  throw new QueueError('ERR_INVALID_JOB', 'permanent', issues.join('; '));
+  throw new Kvm2Error('ERR_INVALID_JOB', issues.join('; '));
 }
 
 export const REDACTED = '[redacted]';

@@ -5,7 +5,8 @@ import type { Redis } from 'ioredis';
 import type { ErrorKind } from '../src/errors/kind.js';
 import { resultsKey } from './names.js';
 import { LuaScript } from './script.js';
-import { QueueError, type JobName, type TraceContext } from './registry.js';
+import { Kvm2Error } from '../src/errors/error.js';
+import { type JobName, type TraceContext } from './registry.js';
 
 export const RESULT_OUTCOMES = ['succeeded', 'failed', 'retrying', 'superseded'] as const;
 export type ResultOutcome = (typeof RESULT_OUTCOMES)[number];
@@ -307,9 +308,8 @@ export async function waitForResult(
       : setTimeout(
           () =>
             stop(
-              new QueueError(
+              new Kvm2Error(
                 'ERR_WAIT_TIMEOUT',
-                'transient',
                 `no final result for job ${jobId} within ${timeoutMs} ms`,
               ),
             ),

@@ -10,7 +10,8 @@ import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Span } from '
 import { DelayedError, UnrecoverableError, type Job, type Processor } from 'bullmq';
 import { hostOfQueue } from '../queues/names.js';
 import { currentTraceContext } from '../queues/client.js';
-import { QueueError, validateJob, type JobName } from '../queues/registry.js';
+import { Kvm2Error } from '../src/errors/error.js';
+import { validateJob, type JobName } from '../queues/registry.js';
 import { appendResult, appendResultReleasing, type JobResult } from '../queues/results.js';
 import { classifyError } from '../src/errors/classify.js';
 import type { JobEnv } from './run/services.js';
@@ -170,11 +171,7 @@ async function dispatch(
   }
   // validateJob names the unknown job; a known job on the wrong queue is refused here.
   validateJob(name, job.data);
-  throw new QueueError(
-    'ERR_INVALID_JOB',
-    'permanent',
-    `job: '${name}' jobs do not belong on queue '${queue}'`,
-  );
+  throw new Kvm2Error('ERR_INVALID_JOB', `job: '${name}' jobs do not belong on queue '${queue}'`);
 }
 
 /**

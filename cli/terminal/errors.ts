@@ -1,6 +1,7 @@
 // The CLI's exit statuses and how a failure is told: one line `kvm2: <message>` on standard
 // error, status 1; a usage mistake adds the usage line, status 2. A stack trace only with
 // KVM2_DEBUG=1. Messages come from kvm2's own errors, which never carry user-data.
+import { Kvm2Error, type Kvm2ErrorOptions } from '../../src/errors/error.js';
 import { isKinded } from '../../src/errors/kind.js';
 import { oneLine } from './format.js';
 import type { CliIo } from './io.js';
@@ -14,7 +15,8 @@ export const EXIT = Object.freeze({
 });
 
 /** A mistake in the command line: unknown option, missing or malformed value. Status 2. */
-export class UsageError extends Error {
+export class UsageError extends Kvm2Error {
+  declare readonly code: 'ERR_USAGE';
   override name = 'UsageError';
 
   constructor(
@@ -24,13 +26,18 @@ export class UsageError extends Error {
     /** The command's usage line, shown under the message. */
     readonly usage?: string,
   ) {
-    super(message);
+    super('ERR_USAGE', message);
   }
 }
 
 /** A failure the CLI itself found (an unreadable --user-data file, an unknown host). Status 1. */
-export class CliError extends Error {
+export class CliError extends Kvm2Error {
+  declare readonly code: 'ERR_CLI_INPUT';
   override name = 'CliError';
+
+  constructor(message: string, options?: Kvm2ErrorOptions) {
+    super('ERR_CLI_INPUT', message, options);
+  }
 }
 
 /** Prints the failure and returns the exit status for it. */
@@ -54,7 +61,8 @@ export function reportError(err: unknown, io: CliIo): number {
     else io.err(`kvm2: ${where}:`, ...err.issues.map((issue) => `  ${oneLine(issue)}`));
   } else {
     const message = err instanceof Error ? err.message : String(err);
-    const code = isKinded(err) ? ` (${err.code})` : '';
+    // The code names what failed below the command; the command's own refusals need none.
+    const code = isKinded(err) && !(err instanceof CliError) ? ` (${err.code})` : '';
     io.err(`kvm2: ${oneLine(message)}${code}`);
   }
   if (io.env['KVM2_DEBUG'] === '1') io.err(...stackLines(err));
@@ -89,6 +97,11 @@ function stackLines(err: unknown): string[] {
 }
 
 /** The user stopped a wait with Ctrl-C (or SIGTERM); the job itself carries on. Status 130. */
-export class InterruptedError extends Error {
+export class InterruptedError extends Kvm2Error {
+  declare readonly code: 'ERR_INTERRUPTED';
   override name = 'InterruptedError';
+
+  constructor(message: string) {
+    super('ERR_INTERRUPTED', message);
+  }
 }

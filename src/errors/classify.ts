@@ -1,19 +1,8 @@
 // classifyError: any thrown value to the kind the queue layer acts on (SPEC §3), by the one
 // table in src/errors/table.ts. Errors are recognised by their stable `code` (STYLE 4), not by
 // class, so this module needs nothing from the layers that throw them.
-import type { ErrorKind } from './kind.js';
+import { isErrorKind, type ErrorKind } from './kind.js';
 import { ERROR_TABLE, type ErrorTableRow, type LibvirtRow } from './table.js';
-
-const KINDS: ReadonlySet<string> = new Set([
-  'transient',
-  'permanent',
-  'not_found',
-  'quota_exceeded',
-]);
-
-export function isErrorKind(value: unknown): value is ErrorKind {
-  return typeof value === 'string' && KINDS.has(value);
-}
 
 type Row<S extends ErrorTableRow['source']> = Extract<ErrorTableRow, { source: S }>;
 
@@ -47,14 +36,18 @@ export function libvirtErrorKind(code: number, int1?: number): ErrorKind {
   return libvirtErrorRow(code, int1)?.kind ?? 'permanent';
 }
 
-/** A dial failure's kind: `stage/reason`, then the reason at any stage, then the stage. */
-export function dialErrorKind(stage: string, reason?: string): ErrorKind | undefined {
+/**
+ * A dial failure's kind: `stage/reason`, then the reason at any stage, then the stage. A row
+ * that says `derived` gives the kind of the dial's cause (transient when there is none).
+ */
+export function dialErrorKind(stage: string, reason?: string, cause?: unknown): ErrorKind {
   const byReason =
     reason === undefined
       ? undefined
       : (dialRows.find((r) => r.match === `${stage}/${reason}`) ??
         dialRows.find((r) => r.match === `*/${reason}`));
-  return (byReason ?? dialRows.find((r) => r.match === stage))?.kind;
+  const kind = (byReason ?? dialRows.find((r) => r.match === stage))?.kind ?? 'transient';
+  return kind === 'derived' ? classifyError(cause) : kind;
 }
 
 /** A Node.js or undici error code's kind, when the table names it. */
@@ -69,9 +62,10 @@ export function httpStatusKind(status: number): ErrorKind | undefined {
     ?.kind;
 }
 
-/** One of kvm2's own `ERR_…` codes' kind. */
+/** One of kvm2's own `ERR_…` codes' kind; undefined for a `derived` row or an unknown code. */
 export function kvm2ErrorKind(code: string): ErrorKind | undefined {
-  return kvm2Rows.find((r) => r.match === code)?.kind;
+  const kind = kvm2Rows.find((r) => r.match === code)?.kind;
+  return kind === 'derived' ? undefined : kind;
 }
 
 type Fields = Record<string, unknown>;
@@ -82,16 +76,16 @@ function isObject(value: unknown): value is Fields {
 
 /** The kind one error says about itself, without looking at its causes. */
 function ownKind(e: Fields): ErrorKind | undefined {
-  // A LibvirtError's kind is the table's, recomputed so a copied or revived one agrees too.
+  // The libvirt and dial kinds are the table's, recomputed from the facts the error carries so
+  // a copied or revived one agrees too.
   if (e.code === 'ERR_LIBVIRT' && typeof e.libvirtCode === 'number') {
     return libvirtErrorKind(e.libvirtCode, typeof e.int1 === 'number' ? e.int1 : undefined);
   }
-  // Whoever threw it knew more than this table can (e.g. SSH "administratively prohibited").
-  if (isErrorKind(e.kind)) return e.kind;
   if (e.code === 'ERR_LIBVIRT_DIAL' && typeof e.stage === 'string') {
-    const kind = dialErrorKind(e.stage, typeof e.reason === 'string' ? e.reason : undefined);
-    if (kind !== undefined) return kind;
+    return dialErrorKind(e.stage, typeof e.reason === 'string' ? e.reason : undefined, e.cause);
   }
+  // kvm2's own errors carry their row's kind, or the one their thrower derived.
+  if (isErrorKind(e.kind)) return e.kind;
   if (typeof e.name === 'string') {
     const row = jsRows.find((r) => r.match === e.name && r.match !== '*');
     if (row !== undefined) return row.kind;

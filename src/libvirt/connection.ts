@@ -111,7 +111,6 @@ export class LibvirtConnection extends EventEmitter<{ close: [Error | undefined]
             'open',
             options.host,
             'auth_failed',
-            { kind: 'permanent' },
           );
         }
         await rpc.call(AuthPolkit, undefined, callOptions());
@@ -190,9 +189,7 @@ function openError(host: string, err: unknown): Error {
   else if (err instanceof LibvirtError && (err.libvirtCode === 45 || err.libvirtCode === 88)) {
     reason = 'auth_failed';
   }
-  const kind = err instanceof LibvirtError ? err.kind : 'transient';
   return new DialError(`${host}: opening libvirt failed: ${e.message}`, 'open', host, reason, {
     cause: err,
-    kind: reason === 'auth_failed' ? 'permanent' : kind,
   });
 }

@@ -1,13 +1,13 @@
-// Every failure of the libvirt layer, one class per family, each with a stable `code` and a
-// `kind`. Modelled on undici's errors.js: callers branch on `code`/`kind`, never on text.
-import type { ErrorKind } from '../errors/kind.js';
+// The libvirt layer's failures, one class per family. Each carries its code and the facts of
+// the failure (libvirt's numbers, the procedure); the kind comes from the classification
+// table through Kvm2Error. Modelled on undici's errors.js: callers branch on `code`/`kind`.
 import { libvirtErrorKind } from '../errors/classify.js';
+import { Kvm2Error, type Kvm2ErrorOptions } from '../errors/error.js';
 
 /** An error the daemon sent (`remote_error`), with libvirt's own numbers kept. */
-export class LibvirtError extends Error {
-  readonly code = 'ERR_LIBVIRT';
+export class LibvirtError extends Kvm2Error {
+  declare readonly code: 'ERR_LIBVIRT';
   override name = 'LibvirtError';
-  readonly kind: ErrorKind;
 
   constructor(
     message: string,
@@ -20,29 +20,27 @@ export class LibvirtError extends Error {
     readonly procedure: string,
     readonly int1 = -1,
   ) {
-    super(message);
-    this.kind = libvirtErrorKind(libvirtCode, int1);
+    super('ERR_LIBVIRT', message, { kind: libvirtErrorKind(libvirtCode, int1) });
   }
 }
 
 /** A call's own signal fired, or its budget ran out, while it was in flight. */
-export class CallAbortedError extends Error {
-  readonly code: 'ERR_LIBVIRT_CALL_ABORTED' | 'ERR_LIBVIRT_CALL_TIMEOUT';
+export class CallAbortedError extends Kvm2Error {
+  declare readonly code: 'ERR_LIBVIRT_CALL_ABORTED' | 'ERR_LIBVIRT_CALL_TIMEOUT';
   override name = 'CallAbortedError';
-  readonly kind: ErrorKind = 'transient';
 
   constructor(
     readonly procedure: string,
     readonly timedOut: boolean,
-    options?: { cause?: unknown },
+    options?: Kvm2ErrorOptions,
   ) {
     super(
+      timedOut ? 'ERR_LIBVIRT_CALL_TIMEOUT' : 'ERR_LIBVIRT_CALL_ABORTED',
       timedOut
         ? `libvirt call ${procedure} ran out of its time budget`
         : `libvirt call ${procedure} was aborted`,
       options,
     );
-    this.code = timedOut ? 'ERR_LIBVIRT_CALL_TIMEOUT' : 'ERR_LIBVIRT_CALL_ABORTED';
   }
 }
 
@@ -50,33 +48,41 @@ export class CallAbortedError extends Error {
  * The link under a call died (another call was abandoned, the peer closed, keepalive gave up,
  * a frame could not be decoded). The call may or may not have run on the host.
  */
-export class LinkInterruptedError extends Error {
-  readonly code = 'ERR_LIBVIRT_INTERRUPTED';
+export class LinkInterruptedError extends Kvm2Error {
+  declare readonly code: 'ERR_LIBVIRT_INTERRUPTED';
   override name = 'LinkInterruptedError';
-  readonly kind: ErrorKind = 'transient';
 
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  constructor(message: string, options?: Kvm2ErrorOptions) {
+    super('ERR_LIBVIRT_INTERRUPTED', message, options);
   }
 }
 
 /** The peer broke the wire protocol: a frame we cannot decode or should never receive. */
-export class ProtocolError extends Error {
-  readonly code = 'ERR_LIBVIRT_PROTOCOL';
+export class ProtocolError extends Kvm2Error {
+  declare readonly code: 'ERR_LIBVIRT_PROTOCOL';
   override name = 'ProtocolError';
-  readonly kind: ErrorKind = 'transient';
+
+  constructor(message: string, options?: Kvm2ErrorOptions) {
+    super('ERR_LIBVIRT_PROTOCOL', message, options);
+  }
 }
 
 /** The connection was closed by us (close/destroy) before or while the call ran. */
-export class LinkClosedError extends Error {
-  readonly code = 'ERR_LIBVIRT_CLOSED';
+export class LinkClosedError extends Kvm2Error {
+  declare readonly code: 'ERR_LIBVIRT_CLOSED';
   override name = 'LinkClosedError';
-  readonly kind: ErrorKind = 'transient';
+
+  constructor(message: string, options?: Kvm2ErrorOptions) {
+    super('ERR_LIBVIRT_CLOSED', message, options);
+  }
 }
 
 /** A call's arguments do not fit the procedure's layout (a string over its limit, say). */
-export class InvalidArgumentError extends Error {
-  readonly code = 'ERR_LIBVIRT_ARGUMENT';
+export class InvalidArgumentError extends Kvm2Error {
+  declare readonly code: 'ERR_LIBVIRT_ARGUMENT';
   override name = 'InvalidArgumentError';
-  readonly kind: ErrorKind = 'permanent';
+
+  constructor(message: string, options?: Kvm2ErrorOptions) {
+    super('ERR_LIBVIRT_ARGUMENT', message, options);
+  }
 }

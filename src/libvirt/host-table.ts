@@ -8,6 +8,7 @@ import { LibvirtConnection, type ConnectOptions } from './connection.js';
 import type { Procedure } from './procedure.js';
 import type { CallOptions } from './rpc-client.js';
 import type { LibvirtTarget } from './transport/uri.js';
+import { Kvm2Error, type Kvm2ErrorOptions } from '../errors/error.js';
 
 export interface HostTableOptions {
   readonly logger?: Logger | undefined;
@@ -18,10 +19,13 @@ export interface HostTableOptions {
   readonly keepalive?: ConnectOptions['keepalive'];
 }
 
-export class UnknownHostError extends Error {
-  readonly code = 'ERR_UNKNOWN_HOST';
-  readonly kind = 'permanent' as const;
+export class UnknownHostError extends Kvm2Error {
+  declare readonly code: 'ERR_UNKNOWN_HOST';
   override name = 'UnknownHostError';
+
+  constructor(message: string, options?: Kvm2ErrorOptions) {
+    super('ERR_UNKNOWN_HOST', message, options);
+  }
 }
 
 export class HostTable {

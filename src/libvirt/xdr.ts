@@ -1,11 +1,16 @@
 // XDR (RFC 4506) as libvirt's rpcgen uses it: big-endian, every item padded to 4 bytes,
 // char/short/bool take a full word, hypers are 8 bytes (bigint here: cpu time in ns and
 // capacities in bytes outgrow 2^53), optionals are a 4-byte bool then the value.
+import { Kvm2Error, type Kvm2ErrorOptions } from '../errors/error.js';
 
 /** Raised by the decoder for input that does not fit the layout. Never thrown for valid data. */
-export class XdrError extends Error {
-  readonly code = 'ERR_XDR_DECODE';
+export class XdrError extends Kvm2Error {
+  declare readonly code: 'ERR_XDR_DECODE';
   override name = 'XdrError';
+
+  constructor(message: string, options?: Kvm2ErrorOptions) {
+    super('ERR_XDR_DECODE', message, options);
+  }
 }
 
 function pad4(n: number): number {

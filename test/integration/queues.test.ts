@@ -23,7 +23,7 @@ import {
   reserveCreate,
 } from '../../queues/generations.js';
 import { generationKey, hostQueueName } from '../../queues/names.js';
-import { QueueError } from '../../queues/registry.js';
+import { Kvm2Error } from '../../src/errors/error.js';
 import {
   ackResults,
   appendResult,
@@ -185,8 +185,8 @@ describe('create and delete', () => {
     const err = await client
       .create({ ...request('web-3'), uid, image: 'other' })
       .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(QueueError);
-    expect((err as QueueError).code).toBe('ERR_UID_REUSED');
+    expect(err).toBeInstanceOf(Kvm2Error);
+    expect((err as Kvm2Error).code).toBe('ERR_UID_REUSED');
   });
 
   it('places a zone request with resolveZone, and keeps the first placement on a repeat', async () => {
@@ -206,7 +206,7 @@ describe('create and delete', () => {
       expect(again).toEqual(first);
       expect(await queuedCount(hostQueue('z-b'))).toBe(0);
       const err = await client.create({ ...rest, zone: 'z1' }).catch((e: unknown) => e);
-      expect((err as QueueError).code).toBe('ERR_ZONE_UNRESOLVED');
+      expect((err as Kvm2Error).code).toBe('ERR_ZONE_UNRESOLVED');
     } finally {
       await zoned.close();
     }
@@ -274,12 +274,12 @@ describe('create and delete', () => {
     const err = await client
       .create({ ...request('Bad_Name', 'h4'), userData: 'secret-password' })
       .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(QueueError);
-    expect((err as QueueError).code).toBe('ERR_INVALID_JOB');
-    expect((err as QueueError).message).toMatch(/^job\.create\.name: /);
-    expect((err as QueueError).message).not.toContain('secret-password');
+    expect(err).toBeInstanceOf(Kvm2Error);
+    expect((err as Kvm2Error).code).toBe('ERR_INVALID_JOB');
+    expect((err as Kvm2Error).message).toMatch(/^job\.create\.name: /);
+    expect((err as Kvm2Error).message).not.toContain('secret-password');
     const del = await client.delete('not-an-id').catch((e: unknown) => e);
-    expect((del as QueueError).message).toMatch(/^job\.delete\.id: /);
+    expect((del as Kvm2Error).message).toMatch(/^job\.delete\.id: /);
     expect(await queuedCount(queue)).toBe(0);
     expect((await scope.keys()).sort()).toEqual(keysBefore);
   });
@@ -400,8 +400,8 @@ describe('results stream', () => {
     const timedOut = await client
       .waitFor(randomUUID(), { timeoutMs: 300 })
       .catch((e: unknown) => e);
-    expect(timedOut).toBeInstanceOf(QueueError);
-    expect((timedOut as QueueError).code).toBe('ERR_WAIT_TIMEOUT');
+    expect(timedOut).toBeInstanceOf(Kvm2Error);
+    expect((timedOut as Kvm2Error).code).toBe('ERR_WAIT_TIMEOUT');
     expect(Date.now() - started).toBeLessThan(1_500);
 
     const controller = new AbortController();
@@ -436,11 +436,11 @@ describe('Redis unreachable', () => {
     const started = Date.now();
     const err = await offline.create(request('web-1')).catch((e: unknown) => e);
     expect(Date.now() - started).toBeLessThan(2_000);
-    expect(err).toBeInstanceOf(QueueError);
-    expect((err as QueueError).code).toBe('ERR_REDIS_UNAVAILABLE');
-    expect((err as QueueError).kind).toBe('transient');
-    expect((err as QueueError).message).toContain(`127.0.0.1:${port}`);
-    expect((err as QueueError).message).not.toContain('s3cret');
+    expect(err).toBeInstanceOf(Kvm2Error);
+    expect((err as Kvm2Error).code).toBe('ERR_REDIS_UNAVAILABLE');
+    expect((err as Kvm2Error).kind).toBe('transient');
+    expect((err as Kvm2Error).message).toContain(`127.0.0.1:${port}`);
+    expect((err as Kvm2Error).message).not.toContain('s3cret');
 
     // And again while ioredis reconnects in the background.
     const again = Date.now();

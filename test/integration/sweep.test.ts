@@ -9,7 +9,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/provider/config/load.js';
-import { ProviderError } from '../../src/provider/core/errors.js';
+import { Kvm2Error } from '../../src/errors/error.js';
 import { InProcessLocks, type KeyedLocks } from '../../src/provider/core/keyed-locks.js';
 import { Provider } from '../../src/provider/provider.js';
 import { poolVolumes } from '../harness/libvirt-objects.js';
@@ -32,7 +32,7 @@ class TestLocks implements KeyedLocks {
   ): Promise<T> {
     this.onRequest?.(key);
     if (this.busy.has(key)) {
-      return Promise.reject(new ProviderError('ERR_LOCK_BUSY', 'transient', `'${key}' is busy`));
+      return Promise.reject(new Kvm2Error('ERR_LOCK_BUSY', `'${key}' is busy`));
     }
     return this.inner.withLock(key, fn, options);
   }

@@ -306,7 +306,7 @@ describe('malformed payloads', () => {
         { wait: false },
       ),
     ).rejects.toMatchObject({
-      name: 'QueueError',
+      name: 'Kvm2Error',
       code: 'ERR_INVALID_JOB',
       kind: 'permanent',
       message: expect.stringContaining('job.create.name') as unknown,

@@ -27,7 +27,20 @@ import { HostTable } from '../../src/libvirt/host-table.js';
 import { parseLibvirtUri } from '../../src/libvirt/transport/uri.js';
 import { parseConfig } from '../../src/provider/config/load.js';
 import { parseInstanceId } from '../../src/provider/core/ids.js';
+import { CliError, InterruptedError, UsageError } from '../../cli/terminal/errors.js';
+import { validateJob } from '../../queues/registry.js';
+import { Kvm2Error, type FixedKindCode } from '../../src/errors/error.js';
+import { XdrReader } from '../../src/libvirt/xdr.js';
+import { parseCreateRequest } from '../../src/provider/core/request.js';
+import { imageSource, networkError } from '../../src/provider/image/download.js';
+import { ImageContentError } from '../../src/provider/image/fill.js';
+import { buildSeed } from '../../src/provider/seed/seed.js';
+import { readXml } from '../../src/provider/xml/types.js';
+import { KeyBusyError } from '../../workers/locks/job-locks.js';
+import { LockLostError } from '../../workers/locks/lock-lost-error.js';
 import { markdownTable } from '../harness/markdown.js';
+
+const UID = '0b7e6f7c-3c1a-4d2e-9f00-5a6b7c8d9e0f';
 
 /** How docs/errors.md writes a row's match. */
 function matchLabel(row: ErrorTableRow): string {
@@ -86,17 +99,23 @@ const dialErrors: Record<string, () => DialError> = {
     new DialError('ssh hv1:22: handshake failed', 'handshake', 'hv1', 'protocol_error', {
       cause: new Error('Connection lost before handshake'),
     }),
-  'hostkey/host_key_unknown': () =>
-    new DialError('ssh hv1:22: host key not in known_hosts', 'hostkey', 'hv1', 'host_key_unknown'),
-  'hostkey/host_key_mismatch': () =>
-    new DialError('ssh hv1:22: HOST KEY CHANGED', 'hostkey', 'hv1', 'host_key_mismatch'),
-  hostkey: () => new DialError('ssh hv1:22: host key refused', 'hostkey', 'hv1', 'protocol_error'),
+  hostkey: () =>
+    new DialError(
+      'ssh hv1:22: connection closed during hostkey',
+      'hostkey',
+      'hv1',
+      'protocol_error',
+    ),
   auth: () =>
-    new DialError('ssh hv1:22: authentication refused', 'auth', 'hv1', 'auth_failed', {
-      cause: Object.assign(new Error('All configured authentication methods failed'), {
-        level: 'client-authentication',
-      }),
-    }),
+    new DialError(
+      'ssh hv1:22: connection failed during auth (ECONNRESET)',
+      'auth',
+      'hv1',
+      'unreachable',
+      {
+        cause: systemError('ECONNRESET', 'read ECONNRESET', 'read'),
+      },
+    ),
   forward: () =>
     new DialError(
       'ssh hv1:22: cannot open /var/run/libvirt/libvirt-sock on the host (connect failed)',
@@ -109,28 +128,97 @@ const dialErrors: Record<string, () => DialError> = {
     new DialError('unix /run/x: cannot connect (ENOENT)', 'socket', 'local', 'socket_unavailable', {
       cause: systemError('ENOENT', 'connect ENOENT /run/x'),
     }),
-  'open/auth_failed': () =>
+  open: () => new DialError('hv1: opening libvirt failed: timed out', 'open', 'hv1', 'timeout'),
+  '*/host_key_unknown': () =>
+    new DialError('ssh hv1:22: host key not in known_hosts', 'hostkey', 'hv1', 'host_key_unknown'),
+  '*/host_key_mismatch': () =>
+    new DialError('ssh hv1:22: HOST KEY CHANGED', 'hostkey', 'hv1', 'host_key_mismatch'),
+  '*/auth_failed': () =>
+    new DialError('ssh hv1:22: authentication refused', 'auth', 'hv1', 'auth_failed', {
+      cause: Object.assign(new Error('All configured authentication methods failed'), {
+        level: 'client-authentication',
+      }),
+    }),
+  '*/forward_prohibited': () =>
     new DialError(
-      'hv1: opening libvirt failed: authentication failed',
-      'open',
+      'ssh hv1:22: cannot open /var/run/libvirt/libvirt-sock on the host (administratively prohibited)',
+      'forward',
       'hv1',
-      'auth_failed',
-      {
-        cause: new LibvirtError('authentication failed', VirErr.AUTH_FAILED, 46, 2, 'ConnectOpen'),
-        kind: 'permanent',
-      },
+      'forward_prohibited',
+      { cause: Object.assign(new Error('(SSH) Channel open failure: prohibited'), { reason: 1 }) },
     ),
-  open: () =>
-    new DialError('hv1: opening libvirt failed: bad frame', 'open', 'hv1', 'protocol_error', {
-      cause: new ProtocolError('bad frame'),
-    }),
-  '*/timeout': () =>
-    new DialError('ssh hv1:22: no connection within 10000 ms', 'tcp', 'hv1', 'timeout'),
-  '*/aborted': () =>
-    new DialError('unix /run/x: dial aborted', 'socket', 'local', 'aborted', {
-      cause: AbortSignal.abort().reason,
-    }),
 };
+
+const openFailed = (cause: unknown): DialError =>
+  new DialError('hv1: opening libvirt failed', 'open', 'hv1', 'protocol_error', { cause });
+
+/** Rows whose kind is derived: errors as the code builds them, each with the kind it must get. */
+const derivedExamples: Record<string, readonly (readonly [() => unknown, ErrorKind])[]> = {
+  'dial open/protocol_error': [
+    [() => openFailed(new ProtocolError('bad frame')), 'transient'],
+    [
+      () =>
+        openFailed(
+          new LibvirtError('no connection driver', VirErr.NO_CONNECT, 0, 2, 'ConnectOpen'),
+        ),
+      'transient',
+    ],
+    [
+      () => openFailed(new LibvirtError('unsupported', VirErr.NO_SUPPORT, 0, 2, 'ConnectOpen')),
+      'permanent',
+    ],
+    [() => openFailed(undefined), 'transient'],
+  ],
+  'kvm2 ERR_LIBVIRT': [
+    [
+      () => new LibvirtError('no domain', VirErr.NO_DOMAIN, 10, 2, 'DomainLookupByName'),
+      'not_found',
+    ],
+    [
+      () => new LibvirtError('no space', VirErr.SYSTEM_ERROR, 18, 2, 'StorageVolUpload', 28),
+      'quota_exceeded',
+    ],
+  ],
+  'kvm2 ERR_LIBVIRT_DIAL': [
+    [dialErrors['*/auth_failed']!, 'permanent'],
+    [dialErrors['tcp']!, 'transient'],
+  ],
+  'kvm2 ERR_IMAGE_HTTP': [
+    [
+      () => networkError(imageAt, systemError('ECONNRESET', 'read ECONNRESET', 'read'), live),
+      'transient',
+    ],
+    [
+      () => networkError(imageAt, fetchFailed('CERT_HAS_EXPIRED', 'certificate has expired'), live),
+      'permanent',
+    ],
+    [() => networkError(imageAt, new Error('stopped'), AbortSignal.abort()), 'transient'],
+  ],
+  'kvm2 ERR_PARTIAL_VIEW': [
+    [
+      () =>
+        partialView(
+          new LibvirtError('denied', VirErr.ACCESS_DENIED, 0, 2, 'ConnectListAllDomains'),
+        ),
+      'permanent',
+    ],
+    [() => partialView(new LinkInterruptedError('link died')), 'transient'],
+  ],
+};
+
+const imageAt = imageSource('debian-12', {
+  url: 'https://images.internal/x.qcow2',
+  format: 'qcow2',
+});
+const live = new AbortController().signal;
+
+/** listByTag's wrapping of a host's failure (src/provider/operations/list-by-tag.ts). */
+function partialView(cause: unknown): Kvm2Error {
+  return new Kvm2Error('ERR_PARTIAL_VIEW', "listByTag: host 'h1' could not be listed", {
+    cause,
+    kind: classifyError(cause),
+  });
+}
 
 const kvm2Errors: Record<string, () => unknown> = {
   ERR_LIBVIRT_CALL_TIMEOUT: () => new CallAbortedError('DomainCreateWithFlags', true),
@@ -140,37 +228,33 @@ const kvm2Errors: Record<string, () => unknown> = {
   ERR_LIBVIRT_PROTOCOL: () => new ProtocolError('packet length 12 is below the header'),
   ERR_LIBVIRT_CLOSED: () => new LinkClosedError('connection closed'),
   ERR_LIBVIRT_ARGUMENT: () => new InvalidArgumentError('string longer than 4194304'),
+  ERR_XDR_DECODE: () => thrown(() => new XdrReader(Buffer.alloc(2)).uint()),
   ERR_LIBVIRT_URI: () => thrown(() => parseLibvirtUri('qemu+tls://hv1/system')),
   ERR_UNKNOWN_HOST: () => thrown(() => new HostTable([]).target('hv9')),
   ERR_CONFIG: () => thrown(() => parseConfig({ hosts: [] })),
   ERR_INVALID_INSTANCE_ID: () => thrown(() => parseInstanceId('hv1')),
-  ERR_IMAGE_EMPTY: () =>
-    Object.assign(new Error('GET https://images.internal/x.qcow2: Content-Length 0'), {
-      code: 'ERR_IMAGE_EMPTY',
-    }),
-  ERR_IMAGE_DIGEST_MISMATCH: () =>
-    Object.assign(new Error('sha256 of x.qcow2 is 00…, not ff…'), {
-      code: 'ERR_IMAGE_DIGEST_MISMATCH',
-    }),
-  // The rows below are carried by errors of other processes too (a job's failedReason read
-  // back, say), where only the code survives: the table must know them without a kind.
-  ...(Object.fromEntries(
-    [
-      ['ERR_IMAGE_CONTENT', 'image x.qcow2 is not qcow2'],
-      ['ERR_LOCK_LOST', 'lock instance:h1/vm1 lost: taken'],
-      ['ERR_DOMAIN_DIED', "domain 'vm1' on host 'h1' is shutoff (reason 6) right after start"],
-      ['ERR_DOMAIN_NOT_RUNNING', "domain 'vm1' on host 'h1' is paused (reason 1)"],
-      ['ERR_SERIAL_LOG', "host 'h1' cannot write the serial log of 'vm1'"],
-      ['ERR_FOREIGN_DOMAIN', "domain 'vm1' on host 'h1' has no kvm2 metadata"],
-      ['ERR_UID_CONFLICT', "instance 'vm1' on host 'h1' belongs to another create"],
-      ['ERR_FOREIGN_VOLUME', "volume 'kvm2-vm1.qcow2' on host 'h1' is not backed by the image"],
-      ['ERR_POOL_FULL', "pool 'default' on host 'h1' has 10 bytes free; image and seed need 99"],
-    ].map(([code, message]): [string, () => unknown] => [
-      code ?? '',
-      () => Object.assign(new Error(message), { code }),
-    ]),
-  ) as Record<string, () => unknown>),
+  ERR_INVALID_REQUEST: () => thrown(() => parseCreateRequest({ name: 'Not A Name' })),
+  ERR_XML_MALFORMED: () => thrown(() => readXml('<domain')),
+  ERR_SEED_TOO_LARGE: () =>
+    thrown(() => buildSeed({ uid: UID, name: 'vm1', userData: Buffer.alloc(17 * 1024 * 1024) })),
+  ERR_INVALID_JOB: () => thrown(() => validateJob('create', { name: 'vm1' })),
+  ERR_USAGE: () => new UsageError("unknown option '--nope'", 'create'),
+  ERR_CLI_INPUT: () => new CliError('cannot read --user-data ud.yaml (ENOENT)'),
+  ERR_INTERRUPTED: () => new InterruptedError('stopped waiting'),
+  ERR_LOCK_LOST: () => new LockLostError('instance:h1/vm1', 'taken'),
+  ERR_KEY_BUSY: () => new KeyBusyError('instance:h1/vm1'),
+  ERR_IMAGE_CONTENT: () => new ImageContentError('image x.qcow2 is not qcow2'),
 };
+
+/**
+ * The rest as Kvm2Error builds them; and every fixed row again as its code alone, the way a job's
+ * failedReason or a result reads back from Redis (only the code survives).
+ */
+function kvm2Error(code: string): unknown {
+  const build = kvm2Errors[code];
+  if (build !== undefined) return build();
+  return new Kvm2Error(code as FixedKindCode, `a ${code} as kvm2 throws it`);
+}
 
 const undiciOrTls = /^(UND_ERR_|CERT_|UNABLE_|DEPTH_|ERR_TLS_)/;
 
@@ -197,11 +281,8 @@ function errorFor(row: ErrorTableRow): unknown {
         status,
       });
     }
-    case 'kvm2': {
-      const build = kvm2Errors[row.match];
-      if (build === undefined) throw new Error(`no test error for kvm2 row ${row.match}`);
-      return build();
-    }
+    case 'kvm2':
+      return kvm2Error(row.match);
     case 'js':
       if (row.match === 'AbortError') return AbortSignal.abort().reason;
       if (row.match === 'TimeoutError') {
@@ -216,7 +297,7 @@ function errorFor(row: ErrorTableRow): unknown {
  * messages virterror.c gives each code, Node's and undici's error docs, RFC 9110 for HTTP),
  * not read from ERROR_TABLE: a row whose kind is changed by mistake fails against this.
  */
-const EXPECTED_KIND: Readonly<Record<string, ErrorKind>> = {
+const EXPECTED_KIND: Readonly<Record<string, ErrorKind | 'derived'>> = {
   // libvirt "no such object": the thing is gone.
   'libvirt 42 NO_DOMAIN': 'not_found',
   'libvirt 50 NO_STORAGE_VOL': 'not_found',
@@ -271,16 +352,16 @@ const EXPECTED_KIND: Readonly<Record<string, ErrorKind>> = {
   'dial resolve': 'transient',
   'dial tcp': 'transient',
   'dial handshake': 'transient',
-  'dial hostkey/host_key_unknown': 'permanent',
-  'dial hostkey/host_key_mismatch': 'permanent',
-  'dial hostkey': 'permanent',
-  'dial auth': 'permanent',
+  'dial hostkey': 'transient',
+  'dial auth': 'transient',
   'dial forward': 'transient',
   'dial socket': 'transient',
-  'dial open/auth_failed': 'permanent',
   'dial open': 'transient',
-  'dial */timeout': 'transient',
-  'dial */aborted': 'transient',
+  'dial open/protocol_error': 'derived',
+  'dial */host_key_unknown': 'permanent',
+  'dial */host_key_mismatch': 'permanent',
+  'dial */auth_failed': 'permanent',
+  'dial */forward_prohibited': 'permanent',
   // Node and undici: sockets that broke or could not be had are passing; a full disk is out
   // of space; refused access, a missing file and a bad certificate stay so.
   'node ECONNRESET': 'transient',
@@ -323,20 +404,34 @@ const EXPECTED_KIND: Readonly<Record<string, ErrorKind>> = {
   'http 3xx': 'permanent',
   // kvm2's own: the link or the call cut short may work next time; bad input, a foreign
   // object and a broken image do not; a full pool is out of space.
+  'kvm2 ERR_LIBVIRT': 'derived',
+  'kvm2 ERR_LIBVIRT_DIAL': 'derived',
   'kvm2 ERR_LIBVIRT_CALL_TIMEOUT': 'transient',
   'kvm2 ERR_LIBVIRT_CALL_ABORTED': 'transient',
   'kvm2 ERR_LIBVIRT_INTERRUPTED': 'transient',
   'kvm2 ERR_LIBVIRT_PROTOCOL': 'transient',
   'kvm2 ERR_LIBVIRT_CLOSED': 'transient',
   'kvm2 ERR_LIBVIRT_ARGUMENT': 'permanent',
+  'kvm2 ERR_XDR_DECODE': 'transient',
   'kvm2 ERR_LIBVIRT_URI': 'permanent',
   'kvm2 ERR_UNKNOWN_HOST': 'permanent',
   'kvm2 ERR_CONFIG': 'permanent',
   'kvm2 ERR_INVALID_INSTANCE_ID': 'permanent',
+  'kvm2 ERR_INVALID_REQUEST': 'permanent',
+  'kvm2 ERR_UNKNOWN_IMAGE': 'permanent',
+  'kvm2 ERR_NO_HOST_IN_ZONE': 'permanent',
+  'kvm2 ERR_XML_INVALID_SPEC': 'permanent',
+  'kvm2 ERR_XML_MALFORMED': 'permanent',
+  'kvm2 ERR_XML_METADATA_MALFORMED': 'permanent',
+  'kvm2 ERR_SEED_FILE_NAME': 'permanent',
+  'kvm2 ERR_SEED_TOO_LARGE': 'permanent',
+  'kvm2 ERR_SEED_INVALID': 'permanent',
+  'kvm2 ERR_SEED_BOUNDARY_IN_CONTENT': 'permanent',
+  'kvm2 ERR_IMAGE_HTTP': 'derived',
   'kvm2 ERR_IMAGE_EMPTY': 'permanent',
   'kvm2 ERR_IMAGE_DIGEST_MISMATCH': 'permanent',
   'kvm2 ERR_IMAGE_CONTENT': 'permanent',
-  'kvm2 ERR_LOCK_LOST': 'transient',
+  'kvm2 ERR_LOCK_BUSY': 'transient',
   'kvm2 ERR_DOMAIN_DIED': 'transient',
   'kvm2 ERR_SERIAL_LOG': 'permanent',
   'kvm2 ERR_DOMAIN_NOT_RUNNING': 'permanent',
@@ -344,6 +439,26 @@ const EXPECTED_KIND: Readonly<Record<string, ErrorKind>> = {
   'kvm2 ERR_UID_CONFLICT': 'permanent',
   'kvm2 ERR_FOREIGN_VOLUME': 'permanent',
   'kvm2 ERR_POOL_FULL': 'quota_exceeded',
+  'kvm2 ERR_NOT_FOUND': 'not_found',
+  'kvm2 ERR_HOST_OBJECT_MISSING': 'permanent',
+  'kvm2 ERR_VOLUME_VANISHED': 'transient',
+  'kvm2 ERR_PARTIAL_VIEW': 'derived',
+  // The queue side: bad job data and a reused uid stay bad; Redis and waiting may pass.
+  'kvm2 ERR_INVALID_JOB': 'permanent',
+  'kvm2 ERR_UID_REUSED': 'permanent',
+  'kvm2 ERR_ZONE_UNRESOLVED': 'permanent',
+  'kvm2 ERR_ZONE_UNAVAILABLE': 'transient',
+  'kvm2 ERR_REDIS_UNAVAILABLE': 'transient',
+  'kvm2 ERR_CLIENT_CLOSED': 'permanent',
+  'kvm2 ERR_WAIT_TIMEOUT': 'transient',
+  // The worker runtime: a lost or busy lock and a stalled job are handed on, not failed.
+  'kvm2 ERR_LOCK_LOST': 'transient',
+  'kvm2 ERR_KEY_BUSY': 'transient',
+  'kvm2 ERR_JOB_STALLED': 'transient',
+  // The command line.
+  'kvm2 ERR_USAGE': 'permanent',
+  'kvm2 ERR_CLI_INPUT': 'permanent',
+  'kvm2 ERR_INTERRUPTED': 'transient',
   // Cancellation and timeouts of our own signals are never a verdict on the work.
   'js AbortError': 'transient',
   'js TimeoutError': 'transient',
@@ -388,10 +503,27 @@ describe('classifyError, one test per row', () => {
     const expected = EXPECTED_KIND[rowKey(row)];
     it(`${rowKey(row)} is ${expected ?? '(no expectation)'}`, () => {
       expect(row.kind).toBe(expected);
+      if (expected === 'derived' || expected === undefined) {
+        const examples = derivedExamples[rowKey(row)] ?? [];
+        expect(examples.length, 'examples of a derived row').toBeGreaterThanOrEqual(2);
+        for (const [build, kind] of examples) {
+          const err = build();
+          expect(classifyError(err)).toBe(kind);
+          expect((err as Kvm2Error).kind).toBe(kind);
+          if (row.source === 'kvm2') expect((err as Kvm2Error).code).toBe(row.match);
+        }
+        return;
+      }
       const err = errorFor(row);
       expect(classifyError(err)).toBe(expected);
       if (row.source === 'libvirt') expect((err as LibvirtError).kind).toBe(expected);
-      if (row.source === 'kvm2') expect((err as { code: unknown }).code).toBe(row.match);
+      if (row.source === 'dial') expect((err as DialError).kind).toBe(expected);
+      if (row.source === 'kvm2') {
+        expect(err).toBeInstanceOf(Kvm2Error);
+        expect((err as Kvm2Error).code).toBe(row.match);
+        expect((err as Kvm2Error).kind).toBe(expected);
+        expect(classifyError({ code: row.match })).toBe(expected);
+      }
     });
   }
 });
@@ -409,9 +541,8 @@ describe('classifyError', () => {
   });
 
   it('lets an error that carries a kind keep it, whatever its cause says', () => {
-    const err = new DialError('hv1: refused', 'forward', 'hv1', 'socket_unavailable', {
+    const err = new Kvm2Error('ERR_FOREIGN_VOLUME', 'not ours', {
       cause: systemError('ENOSPC', 'nope'),
-      kind: 'permanent',
     });
     expect(classifyError(err)).toBe('permanent');
   });
@@ -442,9 +573,20 @@ describe('classifyError', () => {
     });
     expect(classifyError(dial('open', 'auth_failed'))).toBe('permanent');
     expect(classifyError(dial('hostkey', 'timeout'))).toBe('transient');
-    expect(classifyError(dial('hostkey', 'protocol_error'))).toBe('permanent');
+    expect(classifyError(dial('hostkey', 'host_key_unknown'))).toBe('permanent');
     expect(dialErrorKind('forward')).toBe('transient');
-    expect(dialErrorKind('nonsense')).toBeUndefined();
+    expect(dialErrorKind('nonsense')).toBe('transient');
+  });
+
+  // The table once said permanent here (the stage row `auth`) while the transport, overriding
+  // it, made such a dial transient: a connection lost during auth is no refused credential.
+  it('gives a dial its table kind, with no override left in the transports', () => {
+    expect(new DialError('lost', 'auth', 'hv1', 'unreachable').kind).toBe('transient');
+    expect(classifyError({ code: 'ERR_LIBVIRT_DIAL', stage: 'auth', reason: 'unreachable' })).toBe(
+      'transient',
+    );
+    expect(new DialError('closed', 'auth', 'hv1', 'protocol_error').kind).toBe('transient');
+    expect(new DialError('refused', 'auth', 'hv1', 'auth_failed').kind).toBe('permanent');
   });
 
   it('prefers an exact HTTP status to its range', () => {

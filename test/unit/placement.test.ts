@@ -1,7 +1,7 @@
 // Placement by zone from the health hash (queues/placement.ts).
 import { describe, expect, it } from 'vitest';
 import { placeInZone } from '../../queues/placement.js';
-import { QueueError } from '../../queues/registry.js';
+import { Kvm2Error } from '../../src/errors/error.js';
 import { parseConfig } from '../../src/provider/config/load.js';
 import type { HealthReport, HealthStatus } from '../../src/provider/operations/check.js';
 
@@ -80,8 +80,8 @@ describe('placeInZone', () => {
       }
       return undefined;
     })();
-    expect(err).toBeInstanceOf(QueueError);
-    expect(err).toMatchObject({ code: 'ERR_ZONE_UNRESOLVED', kind: 'transient' });
+    expect(err).toBeInstanceOf(Kvm2Error);
+    expect(err).toMatchObject({ code: 'ERR_ZONE_UNAVAILABLE', kind: 'transient' });
     expect((err as Error).message).toContain("zone 'z1'");
   });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { Kvm2Error } from '../../src/errors/error.js';
 import {
   JOB_NAMES,
-  QueueError,
   REDACTED,
   redactJobData,
   validateJob,
@@ -30,12 +30,12 @@ const good: Record<JobName, Record<string, unknown>> = {
 };
 
 /** The error validateJob throws, or a failure when it does not throw. */
-function refusal(name: string, data: unknown): QueueError {
+function refusal(name: string, data: unknown): Kvm2Error {
   try {
     validateJob(name, data);
   } catch (err) {
-    expect(err).toBeInstanceOf(QueueError);
-    return err as QueueError;
+    expect(err).toBeInstanceOf(Kvm2Error);
+    return err as Kvm2Error;
   }
   throw new Error('expected validateJob to refuse the payload');
 }

@@ -5,17 +5,17 @@
 // busy throws KeyBusyError, which the runner turns into a delayed re-queue like a busy
 // instance. One small object per run, handed to a provider view (Provider.withLocks): no
 // async-context tracking, which would cost every promise in the process.
+import { Kvm2Error } from '../../src/errors/error.js';
 import type { KeyedLocks } from '../../src/provider/core/keyed-locks.js';
 import { linkSignals } from './abort.js';
 import type { Lease, RedisLocks } from './redis-locks.js';
 
-export class KeyBusyError extends Error {
-  readonly code = 'ERR_KEY_BUSY';
-  readonly kind = 'transient' as const;
+export class KeyBusyError extends Kvm2Error {
+  declare readonly code: 'ERR_KEY_BUSY';
   override name = 'KeyBusyError';
 
   constructor(readonly key: string) {
-    super(`${key} is busy with another job`);
+    super('ERR_KEY_BUSY', `${key} is busy with another job`);
   }
 }
 

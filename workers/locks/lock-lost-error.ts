@@ -1,6 +1,6 @@
 // The one failure a held lock adds: it was lost while its holder ran. Transient, so the queue
 // retries the job; the next attempt takes the lock afresh.
-import type { ErrorKind, Kinded } from '../../src/errors/kind.js';
+import { Kvm2Error, type Kvm2ErrorOptions } from '../../src/errors/error.js';
 
 /**
  * Why a lease was lost: its key vanished (`expired`, renewal came too late or someone deleted
@@ -15,16 +15,15 @@ const EXPLANATIONS: Readonly<Record<LockLossReason, string>> = Object.freeze({
   unrenewed: 'Redis could not renew it before its TTL ran out',
 });
 
-export class LockLostError extends Error implements Kinded {
-  readonly code = 'ERR_LOCK_LOST';
-  readonly kind: ErrorKind = 'transient';
+export class LockLostError extends Kvm2Error {
+  declare readonly code: 'ERR_LOCK_LOST';
   override name = 'LockLostError';
 
   constructor(
     readonly key: string,
     readonly reason: LockLossReason,
-    options?: { cause?: unknown },
+    options?: Kvm2ErrorOptions,
   ) {
-    super(`lock on ${key} lost: ${EXPLANATIONS[reason]}`, options);
+    super('ERR_LOCK_LOST', `lock on ${key} lost: ${EXPLANATIONS[reason]}`, options);
   }
 }

@@ -4,7 +4,8 @@
 // lock without waiting (busy → delayed). Then the provider runs with the job's lease.
 import type { Job } from 'bullmq';
 import { createGeneration } from '../../queues/generations.js';
-import { QueueError, type JobData } from '../../queues/registry.js';
+import { Kvm2Error } from '../../src/errors/error.js';
+import { type JobData } from '../../queues/registry.js';
 import { formatInstanceId, parseInstanceId } from '../../src/provider/core/ids.js';
 import type { Instance } from '../../src/provider/core/instance.js';
 import type { Provider } from '../../src/provider/provider.js';
@@ -31,9 +32,8 @@ function addressDeadline(progress: unknown): number | undefined {
 
 function checkQueueHost(queueHost: string, host: string | undefined, op: string): string {
   if (host !== queueHost) {
-    throw new QueueError(
+    throw new Kvm2Error(
       'ERR_INVALID_JOB',
-      'permanent',
       `job.${op}.host: '${host ?? ''}' is not the host of this queue ('${queueHost}')`,
     );
   }
@@ -165,9 +165,8 @@ async function checkAddress(
   const base = { instanceId: id, generation: data.generation };
   const instance = await provider.get(id, { signal });
   if (instance.uid !== data.uid) {
-    throw new QueueError(
+    throw new Kvm2Error(
       'ERR_INVALID_JOB',
-      'permanent',
       `instance ${id} was replaced by another create (uid ${instance.uid}) while this one waited for its address`,
     );
   }

@@ -1,6 +1,7 @@
 // A dial that failed: where (the stage) and why (the reason), for retries and health reports.
+// The kind is the dial rows' of the classification table, by stage and reason, nothing else.
 import { dialErrorKind } from '../../errors/classify.js';
-import type { ErrorKind } from '../../errors/kind.js';
+import { Kvm2Error, type Kvm2ErrorOptions } from '../../errors/error.js';
 
 /** Where a dial failed. `socket` is the local UNIX-socket connect; the rest are SPEC §4's. */
 export type DialStage =
@@ -13,24 +14,26 @@ export type DialReason =
   | 'auth_failed'
   | 'unreachable'
   | 'socket_unavailable'
+  /** sshd will not forward to the socket: "administratively prohibited" (ssh2 reason 1). */
+  | 'forward_prohibited'
   | 'protocol_error'
   | 'timeout'
   | 'aborted';
 
-export class DialError extends Error {
-  readonly code = 'ERR_LIBVIRT_DIAL';
+export class DialError extends Kvm2Error {
+  declare readonly code: 'ERR_LIBVIRT_DIAL';
   override name = 'DialError';
-  readonly kind: ErrorKind;
 
   constructor(
     message: string,
     readonly stage: DialStage,
     readonly host: string,
     readonly reason: DialReason,
-    options?: { cause?: unknown; kind?: ErrorKind },
+    options?: Kvm2ErrorOptions,
   ) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
-    // From the classification table, so a timeout at the hostkey stage stays transient.
-    this.kind = options?.kind ?? dialErrorKind(stage, reason) ?? 'transient';
+    super('ERR_LIBVIRT_DIAL', message, {
+      ...options,
+      kind: dialErrorKind(stage, reason, options?.cause),
+    });
   }
 }

@@ -24,7 +24,6 @@ import type {
   PublicKeyAuthMethod,
   ServerHostKeyAlgorithm,
 } from 'ssh2';
-import type { ErrorKind } from '../../errors/kind.js';
 import { DialError, type DialReason, type DialStage } from './dial-error.js';
 import type { LibvirtTarget, SshTarget } from './uri.js';
 import {
@@ -72,13 +71,6 @@ export function hostKeyAlgorithmsFor(knownTypes: readonly string[]): ServerHostK
   return [...new Set([...preferred, ...HOST_KEY_ALGORITHMS])];
 }
 
-// Refused host keys and authentication need a person; everything else may pass on a retry.
-const PERMANENT_REASONS: ReadonlySet<DialReason> = new Set([
-  'host_key_unknown',
-  'host_key_mismatch',
-  'auth_failed',
-]);
-
 type Ssh2Error = Error & { level?: string; code?: unknown };
 
 const ignore = (): void => undefined;
@@ -94,10 +86,7 @@ export async function dialSsh(target: LibvirtTarget, opts: DialOptions = {}): Pr
   let stage: DialStage = 'resolve';
 
   const dialError = (reason: DialReason, what: string, cause?: unknown): DialError =>
-    new DialError(`${label}: ${what}`, stage, ssh.host, reason, {
-      kind: (PERMANENT_REASONS.has(reason) ? 'permanent' : 'transient') satisfies ErrorKind,
-      ...(cause === undefined ? {} : { cause }),
-    });
+    new DialError(`${label}: ${what}`, stage, ssh.host, reason, { cause });
 
   if (signal?.aborted === true)
     throw dialError('aborted', 'dial aborted before it started', signal.reason);
@@ -317,16 +306,9 @@ function forwardError(
   const description = err.message.replace(/^\(SSH\) Channel open failure: /, '');
   const name = code === undefined ? undefined : OPEN_FAILURE_NAMES[code];
   const why = name === undefined ? description : `${name}: ${description}`;
-  const error = dialError(
-    'socket_unavailable',
-    `cannot open ${socketPath} on the host (${why})`,
-    err,
-  );
-  if (code !== OPEN_ADMINISTRATIVELY_PROHIBITED) return error;
-  return new DialError(error.message, error.stage, error.host, error.reason, {
-    cause: err,
-    kind: 'permanent',
-  });
+  const reason =
+    code === OPEN_ADMINISTRATIVELY_PROHIBITED ? 'forward_prohibited' : 'socket_unavailable';
+  return dialError(reason, `cannot open ${socketPath} on the host (${why})`, err);
 }
 
 /** known_hosts entries, or the reason the file could not be read (that host is then unknown). */

@@ -7,6 +7,7 @@
 // as libvirt's remote driver does: qemu+ssh://root@h/system?keyfile=k -> qemu:///system.
 import os from 'node:os';
 import path from 'node:path';
+import { Kvm2Error, type Kvm2ErrorOptions } from '../../errors/error.js';
 
 export const DEFAULT_SOCKET = '/var/run/libvirt/libvirt-sock';
 
@@ -31,10 +32,13 @@ export interface LibvirtTarget {
   readonly ssh?: SshTarget | undefined;
 }
 
-export class UriError extends Error {
-  readonly code = 'ERR_LIBVIRT_URI';
-  readonly kind = 'permanent' as const;
+export class UriError extends Kvm2Error {
+  declare readonly code: 'ERR_LIBVIRT_URI';
   override name = 'UriError';
+
+  constructor(message: string, options?: Kvm2ErrorOptions) {
+    super('ERR_LIBVIRT_URI', message, options);
+  }
 }
 
 const DRIVERS = new Set(['qemu', 'test']);

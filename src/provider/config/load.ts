@@ -7,12 +7,12 @@ import path from 'node:path';
 import YAML from 'yaml';
 import type { z } from 'zod';
 import { parseLibvirtUri, type LibvirtTarget } from '../../libvirt/transport/uri.js';
+import { Kvm2Error } from '../../errors/error.js';
 import { EMBEDDED_DEFAULT, configSchema, type Kvm2Config } from './schema.js';
 import { editDistance } from './edit-distance.js';
 
-export class ConfigError extends Error {
-  readonly code = 'ERR_CONFIG';
-  readonly kind = 'permanent' as const;
+export class ConfigError extends Kvm2Error {
+  declare readonly code: 'ERR_CONFIG';
   override name = 'ConfigError';
 
   constructor(
@@ -22,7 +22,10 @@ export class ConfigError extends Error {
     readonly file?: string,
   ) {
     const where = file === undefined ? 'invalid configuration' : `invalid configuration in ${file}`;
-    super(issues.length === 1 ? `${where}: ${issues[0]}` : `${where}:\n  ${issues.join('\n  ')}`);
+    super(
+      'ERR_CONFIG',
+      issues.length === 1 ? `${where}: ${issues[0]}` : `${where}:\n  ${issues.join('\n  ')}`,
+    );
   }
 }
 

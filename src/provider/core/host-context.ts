@@ -5,7 +5,7 @@ import pino, { type Logger } from 'pino';
 import { HostTable, type HostTableOptions } from '../../libvirt/host-table.js';
 import { hostTargets } from '../config/load.js';
 import type { HostConfig, ImageConfig, Kvm2Config } from '../config/schema.js';
-import { ProviderError } from './errors.js';
+import { Kvm2Error } from '../../errors/error.js';
 import { InProcessLocks, type KeyedLocks } from './keyed-locks.js';
 
 export interface ProviderContext {
@@ -37,15 +37,14 @@ export function createContext(config: Kvm2Config, options: ContextOptions = {}):
 
 export function hostConfig(ctx: ProviderContext, host: string): HostConfig {
   const h = ctx.config.hosts.find((x) => x.name === host);
-  if (h === undefined)
-    throw new ProviderError('ERR_UNKNOWN_HOST', 'permanent', `unknown host '${host}'`);
+  if (h === undefined) throw new Kvm2Error('ERR_UNKNOWN_HOST', `unknown host '${host}'`);
   return h;
 }
 
 export function imageConfig(ctx: ProviderContext, image: string): ImageConfig {
   const i = ctx.config.images[image];
   if (i === undefined) {
-    throw new ProviderError('ERR_UNKNOWN_IMAGE', 'permanent', `unknown image '${image}'`);
+    throw new Kvm2Error('ERR_UNKNOWN_IMAGE', `unknown image '${image}'`);
   }
   return i;
 }

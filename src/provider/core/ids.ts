@@ -1,6 +1,7 @@
 // Names kvm2 gives things (SPEC §3): instance ids `<host>/<name>`, uids, and the volumes it
 // makes, all prefixed `kvm2-` so GC can tell them from anyone else's.
 import { randomUUID } from 'node:crypto';
+import { Kvm2Error, type Kvm2ErrorOptions } from '../../errors/error.js';
 
 /** RFC 1123 label: what a libvirt domain, a hostname and a cloud-init local-hostname all take. */
 export const NAME_PATTERN = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -16,10 +17,13 @@ export interface InstanceRef {
   readonly name: string;
 }
 
-export class InvalidInstanceIdError extends Error {
-  readonly code = 'ERR_INVALID_INSTANCE_ID';
-  readonly kind = 'permanent' as const;
+export class InvalidInstanceIdError extends Kvm2Error {
+  declare readonly code: 'ERR_INVALID_INSTANCE_ID';
   override name = 'InvalidInstanceIdError';
+
+  constructor(message: string, options?: Kvm2ErrorOptions) {
+    super('ERR_INVALID_INSTANCE_ID', message, options);
+  }
 }
 
 const NAME_RULE =

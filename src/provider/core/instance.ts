@@ -10,7 +10,7 @@ import {
   DomainInterfaceAddresses,
   type NonnullDomain,
 } from '../../libvirt/protocol.gen.js';
-import { ProviderError } from './errors.js';
+import { Kvm2Error } from '../../errors/error.js';
 import { formatInstanceId } from './ids.js';
 import { DomainState, mapDomainState, type InstanceState } from './state.js';
 import { KVM2_XMLNS } from '../xml/metadata.js';
@@ -74,9 +74,8 @@ export async function requireOwned(
 ): Promise<InstanceMetadata> {
   const meta = await readMetadata(conn, dom, io);
   if (meta === null) {
-    throw new ProviderError(
+    throw new Kvm2Error(
       'ERR_FOREIGN_DOMAIN',
-      'permanent',
       `domain '${dom.name}' on host '${host}' has no kvm2 metadata: kvm2 does not touch it`,
     );
   }
@@ -162,9 +161,8 @@ export function asOperationError(err: unknown): unknown {
   if (!(err instanceof LibvirtError) || err.kind !== 'not_found' || isNoDomain(err)) return err;
   const permanent =
     err.libvirtCode === VirErr.NO_STORAGE_POOL || err.libvirtCode === VirErr.NO_NETWORK;
-  return new ProviderError(
-    'ERR_HOST_OBJECT_MISSING',
-    permanent ? 'permanent' : 'transient',
+  return new Kvm2Error(
+    permanent ? 'ERR_HOST_OBJECT_MISSING' : 'ERR_VOLUME_VANISHED',
     `${err.procedure}: ${err.message}`,
     { cause: err },
   );

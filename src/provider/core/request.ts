@@ -1,7 +1,7 @@
 // What a create asks for (SPEC §3 step 1), validated once with zod. Messages name the field
 // (`request.name: …`) and never echo values: user-data may hold secrets.
 import { z } from 'zod';
-import { ProviderError } from './errors.js';
+import { Kvm2Error } from '../../errors/error.js';
 import { NAME_PATTERN, UID_PATTERN } from './ids.js';
 
 /** cloud-init reads user-data of any size, but a seed is a disk image built in memory. */
@@ -48,5 +48,5 @@ export function parseCreateRequest(input: unknown): ValidCreateRequest {
     const at = i.path.length === 0 ? 'request' : `request.${i.path.map(String).join('.')}`;
     return `${at}: ${i.message}`;
   });
-  throw new ProviderError('ERR_INVALID_REQUEST', 'permanent', issues.join('; '));
+  throw new Kvm2Error('ERR_INVALID_REQUEST', issues.join('; '));
 }

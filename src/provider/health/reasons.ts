@@ -83,7 +83,7 @@ export const FINDING_PRECEDENCE: readonly HealthReason[] = Object.freeze([
 
 /** A dial failure's reason as a health reason; `aborted` is settled by the caller. */
 export function dialHealthReason(reason: Exclude<DialReason, 'aborted'>): HealthReason {
-  return reason;
+  return reason === 'forward_prohibited' ? 'socket_unavailable' : reason;
 }
 
 export interface Finding {

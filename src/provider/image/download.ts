@@ -6,7 +6,7 @@ import { EnvHttpProxyAgent, fetch, type Dispatcher, type Response } from 'undici
 import { classifyError, httpStatusKind } from '../../errors/classify.js';
 import type { ErrorKind } from '../../errors/kind.js';
 import type { ImageConfig } from '../config/schema.js';
-import { ProviderError } from '../core/errors.js';
+import { Kvm2Error } from '../../errors/error.js';
 
 /** Timeouts per phase (undici's), and the caps of a whole fill and of a size probe. */
 export const DOWNLOAD_TIMEOUTS = Object.freeze({
@@ -110,7 +110,7 @@ export async function probeImageSize(
       if (length !== undefined) return length;
     }
   } catch (err) {
-    if (err instanceof ProviderError) throw err;
+    if (err instanceof Kvm2Error) throw err;
     throw networkError(src, err, options.signal);
   } finally {
     local.abort();
@@ -153,45 +153,40 @@ async function* bodyChunks(
   }
 }
 
-function statusError(src: ImageSource, response: Response): ProviderError {
+function statusError(src: ImageSource, response: Response): Kvm2Error {
   const status = response.status;
   const kind: ErrorKind = httpStatusKind(status) ?? 'permanent';
   const text = response.statusText === '' ? '' : ` ${response.statusText}`;
-  return new ProviderError(
+  return new Kvm2Error(
     'ERR_IMAGE_HTTP',
-    kind,
     `image '${src.imageName}': ${src.where} answered HTTP ${status}${text}`,
+    { kind },
   );
 }
 
-function emptyError(src: ImageSource): ProviderError {
-  return new ProviderError(
+function emptyError(src: ImageSource): Kvm2Error {
+  return new Kvm2Error(
     'ERR_IMAGE_EMPTY',
-    'permanent',
     `image '${src.imageName}': ${src.where} sent an empty body (Content-Length: 0)`,
   );
 }
 
 /** A failed request or body: cancelled, over its cap, or a network fault, kind by the table. */
-export function networkError(
-  src: ImageSource,
-  err: unknown,
-  callerSignal: AbortSignal,
-): ProviderError {
-  if (err instanceof ProviderError) return err;
+export function networkError(src: ImageSource, err: unknown, callerSignal: AbortSignal): Kvm2Error {
+  if (err instanceof Kvm2Error) return err;
   const prefix = `image '${src.imageName}': download from ${src.where}`;
   if (callerSignal.aborted) {
     const reason = callerSignal.reason as { name?: unknown } | undefined;
     const timedOut = reason?.name === 'TimeoutError';
-    return new ProviderError(
+    return new Kvm2Error(
       'ERR_IMAGE_HTTP',
-      'transient',
       timedOut ? `${prefix} ran out of time` : `${prefix} was cancelled`,
-      { cause: err },
+      { cause: err, kind: 'transient' },
     );
   }
-  return new ProviderError('ERR_IMAGE_HTTP', classifyError(err), `${prefix} failed: ${why(err)}`, {
+  return new Kvm2Error('ERR_IMAGE_HTTP', `${prefix} failed: ${why(err)}`, {
     cause: err,
+    kind: classifyError(err),
   });
 }
 

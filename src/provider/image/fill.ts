@@ -15,7 +15,6 @@ import {
   type NonnullStorageVol,
 } from '../../libvirt/protocol.gen.js';
 import type { ProviderContext } from '../core/host-context.js';
-import { ProviderError } from '../core/errors.js';
 import { firstChild, readXml } from '../xml/types.js';
 import { buildVolumeXml, parseVolumeBacking } from '../xml/volume.js';
 import { describeBase, type BaseImage, type CacheEntry } from './base-image.js';
@@ -27,6 +26,7 @@ import {
   type ImageSource,
 } from './download.js';
 import { deleteVolume, lookupVolume, refreshPool, writeSmallVolume } from './volumes.js';
+import { Kvm2Error, type Kvm2ErrorOptions } from '../../errors/error.js';
 
 /** Budget of removing a half-made volume: fresh, since the job's signal may be what failed. */
 const CLEANUP_BUDGET_MS = 30_000;
@@ -36,10 +36,13 @@ const CLEANUP_BUDGET_MS = 30_000;
  * HTML error page served with 200, say), or a qcow2 naming a backing file (qemu would open
  * that host file, chosen by whoever made the image, for the guest).
  */
-export class ImageContentError extends Error {
-  readonly code = 'ERR_IMAGE_CONTENT';
-  readonly kind = 'permanent' as const;
+export class ImageContentError extends Kvm2Error {
+  declare readonly code: 'ERR_IMAGE_CONTENT';
   override name = 'ImageContentError';
+
+  constructor(message: string, options?: Kvm2ErrorOptions) {
+    super('ERR_IMAGE_CONTENT', message, options);
+  }
 }
 
 /** Bytes streamed from the image's URL into its volume so far, and the total when known. */
@@ -147,9 +150,8 @@ async function createVolume(
     // configured with the same sha256, under its own lock. Not ours to remove; a retry finds
     // it cached.
     made.pop();
-    throw new ProviderError(
+    throw new Kvm2Error(
       'ERR_LOCK_BUSY',
-      'transient',
       `image '${entry.imageName}': volume '${entry.baseName}' is being filled by another image of the same sha256`,
       { cause: err },
     );
@@ -178,20 +180,19 @@ function verify(
 ): string {
   const prefix = `image '${entry.imageName}' from ${src.where}`;
   if (tally.bytes === 0) {
-    throw new ProviderError('ERR_IMAGE_EMPTY', 'permanent', `${prefix}: the body was empty`);
+    throw new Kvm2Error('ERR_IMAGE_EMPTY', `${prefix}: the body was empty`);
   }
   if (length !== undefined && tally.bytes !== length) {
-    throw new ProviderError(
+    throw new Kvm2Error(
       'ERR_IMAGE_HTTP',
-      'transient',
       `${prefix}: the body ended after ${tally.bytes} of ${length} bytes`,
+      { kind: 'transient' },
     );
   }
   const sha256 = tally.hash.digest('hex');
   if (entry.image.sha256 !== undefined && sha256 !== entry.image.sha256) {
-    throw new ProviderError(
+    throw new Kvm2Error(
       'ERR_IMAGE_DIGEST_MISMATCH',
-      'permanent',
       `${prefix}: sha256 of the ${tally.bytes} bytes is ${sha256}, the configuration says ${entry.image.sha256}`,
     );
   }

@@ -21,7 +21,7 @@ import {
   type NonnullStoragePool,
 } from '../../libvirt/protocol.gen.js';
 import { hostConfig, imageConfig, type ProviderContext } from '../core/host-context.js';
-import { ProviderError } from '../core/errors.js';
+import { Kvm2Error } from '../../errors/error.js';
 import type { DownloadProgress } from '../image/fill.js';
 import type { BaseImage } from '../image/base-image.js';
 import { ensureBaseImage, findBaseImage, imagePendingBytes } from '../image/cache.js';
@@ -74,7 +74,7 @@ export async function create(
 ): Promise<Instance> {
   const req = parseCreateRequest(input);
   if (req.host === undefined) {
-    throw new ProviderError('ERR_NO_HOST_IN_ZONE', 'permanent', 'placement by zone needs a host');
+    throw new Kvm2Error('ERR_NO_HOST_IN_ZONE', 'placement by zone needs a host');
   }
   const host = req.host;
   hostConfig(ctx, host);
@@ -114,16 +114,14 @@ async function createLocked(
   if (dom !== null) {
     const meta = await readMetadata(conn, dom, io);
     if (meta === null) {
-      throw new ProviderError(
+      throw new Kvm2Error(
         'ERR_FOREIGN_DOMAIN',
-        'permanent',
         `domain '${req.name}' already exists on host '${host}' and is not kvm2's: left untouched`,
       );
     }
     if (meta.uid !== req.uid) {
-      throw new ProviderError(
+      throw new Kvm2Error(
         'ERR_UID_CONFLICT',
-        'permanent',
         `instance '${req.name}' on host '${host}' belongs to another create (uid ${meta.uid})`,
       );
     }
@@ -157,16 +155,15 @@ function serialLogRefusal(
   host: string,
   name: string,
   err: unknown,
-): ProviderError | undefined {
+): Kvm2Error | undefined {
   if (!(err instanceof LibvirtError)) return undefined;
   // The file's name, not the whole path: a domain adopted from an earlier attempt names the
   // directory that was configured then.
   if (!err.message.includes(serialLogFile('', name))) return undefined;
   const index = ctx.config.hosts.findIndex((h) => h.name === host);
   const dir = ctx.config.hosts[index]?.serialLogDir ?? 'none';
-  return new ProviderError(
+  return new Kvm2Error(
     'ERR_SERIAL_LOG',
-    'permanent',
     `host '${host}' cannot write the serial log of '${name}' (kvm2.hosts[${index}].serialLogDir is ${JSON.stringify(dir)}): ${err.message}. Create that directory on the host, name another that libvirt can write, or set it to none`,
     { cause: err },
   );
@@ -196,9 +193,8 @@ async function makeDomain(
   const pending = imageBytes + seed.length;
   const { available } = await conn.call(StoragePoolGetInfo, { pool }, io);
   if (BigInt(pending) > available) {
-    throw new ProviderError(
+    throw new Kvm2Error(
       'ERR_POOL_FULL',
-      'quota_exceeded',
       `pool '${hc.pool}' on host '${host}' has ${available} bytes free; image and seed need ${pending}`,
     );
   }
@@ -259,9 +255,8 @@ async function ensureOverlay(
     const { xml } = await conn.call(StorageVolGetXMLDesc, { vol, flags: 0 }, io);
     const backing = parseVolumeBacking(xml);
     if (backing?.path !== base.path) {
-      throw new ProviderError(
+      throw new Kvm2Error(
         'ERR_FOREIGN_VOLUME',
-        'permanent',
         `volume '${volName}' on host '${host}' exists but is not backed by image '${base.volumeName}': not overwritten`,
       );
     }
@@ -314,9 +309,8 @@ async function startAndWait(
     (before.state === DomainState.PAUSED && !startingUp) ||
     before.state === DomainState.PMSUSPENDED
   ) {
-    throw new ProviderError(
+    throw new Kvm2Error(
       'ERR_DOMAIN_NOT_RUNNING',
-      'permanent',
       `domain '${dom.name}' on host '${host}' is ${stateName(before.state)} (reason ${before.reason}): an administrator's doing, kvm2 will not resume it`,
     );
   }
@@ -338,9 +332,8 @@ async function startAndWait(
     if (state === DomainState.RUNNING) return;
     const starting = state === DomainState.PAUSED && reason === PAUSED_STARTING_UP;
     if (!starting || Date.now() >= deadline) {
-      throw new ProviderError(
+      throw new Kvm2Error(
         'ERR_DOMAIN_DIED',
-        'transient',
         `domain '${dom.name}' on host '${host}' is ${stateName(state)} (reason ${reason}) right after start`,
       );
     }

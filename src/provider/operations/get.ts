@@ -3,7 +3,7 @@
 // engine's CallAbortedError), never a false state.
 import { DomainLookupByName } from '../../libvirt/protocol.gen.js';
 import { hostConfig, type ProviderContext } from '../core/host-context.js';
-import { ProviderError } from '../core/errors.js';
+import { Kvm2Error } from '../../errors/error.js';
 import { parseInstanceId } from '../core/ids.js';
 import { asOperationError, isNoDomain, readInstance, type Instance } from '../core/instance.js';
 import { inSpan } from '../core/telemetry.js';
@@ -23,7 +23,7 @@ export async function get(
       ({ dom } = await conn.call(DomainLookupByName, { name }, io));
     } catch (err) {
       if (isNoDomain(err)) {
-        throw new ProviderError('ERR_NOT_FOUND', 'not_found', `no instance '${id}'`, {
+        throw new Kvm2Error('ERR_NOT_FOUND', `no instance '${id}'`, {
           cause: err,
         });
       }

@@ -5,7 +5,8 @@
 import { LibvirtError } from '../../libvirt/errors.js';
 import { ConnectListAllDomains } from '../../libvirt/protocol.gen.js';
 import type { ProviderContext } from '../core/host-context.js';
-import { ProviderError } from '../core/errors.js';
+import { classifyError } from '../../errors/classify.js';
+import { Kvm2Error } from '../../errors/error.js';
 import { readMetadata, toInstance, type Instance } from '../core/instance.js';
 import { inSpan } from '../core/telemetry.js';
 
@@ -21,11 +22,10 @@ export async function listByTag(
         try {
           return await listHost(ctx, host, tag, io);
         } catch (err) {
-          throw new ProviderError(
+          throw new Kvm2Error(
             'ERR_PARTIAL_VIEW',
-            (err as { kind?: 'transient' }).kind ?? 'transient',
             `listByTag: host '${host}' could not be listed: ${(err as Error).message}`,
-            { cause: err },
+            { cause: err, kind: classifyError(err) },
           );
         }
       }),

@@ -15,7 +15,7 @@ import {
   type NonnullStorageVol,
 } from '../../libvirt/protocol.gen.js';
 import { hostConfig, type ProviderContext } from '../core/host-context.js';
-import { ProviderError } from '../core/errors.js';
+import { Kvm2Error } from '../../errors/error.js';
 import { formatInstanceId, instanceLockName, instanceVolumeOwner } from '../core/ids.js';
 import { deleteVolume, lookupVolume } from '../image/volumes.js';
 import { asOperationError, isNoDomain } from '../core/instance.js';
@@ -76,14 +76,13 @@ export async function sweepOrphanVolumes(
   const { olderThanMs, signal } = options;
   const now = options.now ?? Date.now();
   if (!Number.isFinite(olderThanMs) || olderThanMs < 0) {
-    throw new ProviderError(
+    throw new Kvm2Error(
       'ERR_INVALID_REQUEST',
-      'permanent',
       `sweep: olderThanMs must be a non-negative number of milliseconds, got ${olderThanMs}`,
     );
   }
   if (!Number.isFinite(now)) {
-    throw new ProviderError('ERR_INVALID_REQUEST', 'permanent', `sweep: now must be finite`);
+    throw new Kvm2Error('ERR_INVALID_REQUEST', `sweep: now must be finite`);
   }
   const poolName = hostConfig(ctx, host).pool;
   signal?.throwIfAborted();
@@ -235,7 +234,7 @@ async function withInstanceLock(
   signal?.addEventListener('abort', onAbort, { once: true });
   const timer = setTimeout(() => {
     const message = `instance lock '${id}' still busy after ${LOCK_WAIT_MS} ms`;
-    waiting.abort(new ProviderError('ERR_LOCK_BUSY', 'transient', message));
+    waiting.abort(new Kvm2Error('ERR_LOCK_BUSY', message));
   }, LOCK_WAIT_MS);
   try {
     await ctx.locks.withLock(

@@ -1,7 +1,7 @@
 // The one failure family of the seed builder: its input cannot make a seed. Retrying never
 // helps, so the kind is always `permanent`. Messages name the field and sizes, never content:
 // user-data may hold secrets (SPEC §6).
-import type { ErrorKind } from '../../errors/kind.js';
+import { Kvm2Error } from '../../errors/error.js';
 
 export type SeedErrorCode =
   /** A file name outside 1..64 chars of [a-z0-9._-], a path, or a duplicate. */
@@ -13,17 +13,17 @@ export type SeedErrorCode =
   /** A given MIME boundary occurs inside a part it would have to delimit. */
   | 'ERR_SEED_BOUNDARY_IN_CONTENT';
 
-export class SeedError extends Error {
+export class SeedError extends Kvm2Error {
+  declare readonly code: SeedErrorCode;
   override name = 'SeedError';
-  readonly kind: ErrorKind = 'permanent';
 
   constructor(
-    readonly code: SeedErrorCode,
+    code: SeedErrorCode,
     /** What was wrong, as a path into the input: `files[2].name`, `userData`, `boundary`. */
     readonly field: string,
     message: string,
   ) {
-    super(`${field}: ${message}`);
+    super(code, `${field}: ${message}`);
   }
 }
 

@@ -2,7 +2,7 @@
 // the builder options, and a small reader that turns fast-xml-parser's ordered output into a
 // tree of elements (name, attributes, children, text) the readers can walk with namespaces.
 import { XMLBuilder, XMLParser } from 'fast-xml-parser';
-import type { ErrorKind, Kinded } from '../../errors/kind.js';
+import { Kvm2Error, type Kvm2ErrorOptions } from '../../errors/error.js';
 
 /** kvm2's own record on every domain it owns (SPEC §3), in kvm2's XML namespace. */
 export interface InstanceMetadata {
@@ -83,18 +83,18 @@ export type XmlErrorCode =
   | 'ERR_XML_METADATA_MALFORMED';
 
 /** Every failure of the XML layer. Permanent: the same input fails the same way on retry. */
-export class XmlError extends Error implements Kinded {
+export class XmlError extends Kvm2Error {
+  declare readonly code: XmlErrorCode;
   override name = 'XmlError';
-  readonly kind: ErrorKind = 'permanent';
 
   constructor(
-    readonly code: XmlErrorCode,
+    code: XmlErrorCode,
     message: string,
     /** The spec field (e.g. `network.bridge`, `metadata.uid`) or attribute at fault. */
     readonly field?: string,
-    options?: { cause?: unknown },
+    options?: Kvm2ErrorOptions,
   ) {
-    super(field === undefined ? message : `${field}: ${message}`, options);
+    super(code, field === undefined ? message : `${field}: ${message}`, options);
   }
 }
 
