@@ -6,6 +6,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/copy-lua.mjs scripts/
 COPY src src
 COPY queues queues
 COPY workers workers

@@ -44,84 +44,12 @@ export const CREATE_RESERVATION_TTL_S = 7 * 24 * 3600;
 /** Longer than any job lives (attempts × backoff, retention): a counter never restarts under one. */
 export const GENERATION_TTL_S = 30 * 24 * 3600;
 
-// Allocates the next generation of the instance in KEYS[counter]: never at or below the latest
-// committed one, even when the counter lapsed before gen-latest (whose TTL every job run
-// refreshes): a new request must never come out older than an earlier one. Records the request's
-// place in the order of all requests (what GC's start is read against).
-// Wants `counterKey`, `latestKey`, `requestsKey`, `lastRequestKey` and `genTtl`; sets `gen`.
-const NEXT_GENERATION_LUA = `
-local gen = redis.call('INCR', counterKey)
-local latestNow = tonumber(redis.call('GET', latestKey) or '0')
-if gen <= latestNow then
-  gen = latestNow + 1
-  redis.call('SET', counterKey, gen)
-end
-redis.call('EXPIRE', counterKey, genTtl)
-redis.call('SET', lastRequestKey, redis.call('INCR', requestsKey), 'EX', genTtl)
-`;
-
-// KEYS: createKey, generationKey, resultsKey, latestGenerationKey, lastRequestKey,
-// requestCounterKey. ARGV: jobId, digest, reservation TTL, gen TTL, instance id. Returns { jobId,
-// generation, digest, enqueued, fresh, results id to read from, instance id }. The results id
-// is the stream's last id when the uid was first reserved, kept in the reservation: a repeat's
-// waitFor then still sees a result that came meanwhile.
-const RESERVE_CREATE = new LuaScript(`
-local r = redis.call('HMGET', KEYS[1], 'jobId', 'generation', 'digest', 'enqueued', 'instanceId',
-  'resultsFrom')
-if r[1] then
-  return { r[1], r[2], r[3] or '', r[4] or '0', '0', r[6] or '0-0', r[5] or ARGV[5] }
-end
-local last = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)
-local lastId = '0-0'
-if #last > 0 then lastId = last[1][1] end
-local counterKey, latestKey, genTtl = KEYS[2], KEYS[4], ARGV[4]
-local lastRequestKey, requestsKey = KEYS[5], KEYS[6]
-${NEXT_GENERATION_LUA}
-redis.call('HSET', KEYS[1], 'jobId', ARGV[1], 'generation', gen, 'digest', ARGV[2],
-  'enqueued', '0', 'instanceId', ARGV[5], 'resultsFrom', lastId)
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-return { ARGV[1], tostring(gen), ARGV[2], '0', '1', lastId, ARGV[5] }
-`);
-
-// KEYS: generationKey, resultsKey, latestGenerationKey, lastRequestKey, requestCounterKey.
-// ARGV: gen TTL, and optionally a request count ('' for none). Returns { generation, last
-// results id }, or { '0', last results id, 'requested' } when the instance's last request came
-// after that count.
-const ALLOCATE = new LuaScript(`
-local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
-local lastId = '0-0'
-if #last > 0 then lastId = last[1][1] end
-if ARGV[2] ~= nil and ARGV[2] ~= '' and
-    tonumber(redis.call('GET', KEYS[4]) or '0') > tonumber(ARGV[2]) then
-  return { '0', lastId, 'requested' }
-end
-local counterKey, latestKey, genTtl = KEYS[1], KEYS[3], ARGV[1]
-local lastRequestKey, requestsKey = KEYS[4], KEYS[5]
-${NEXT_GENERATION_LUA}
-return { tostring(gen), lastId }
-`);
-
-/**
- * Lua, step 3's body: `latest` = max(the instance's latest generation, this one), stored with
- * its TTL, and the create's reservation marked enqueued. Wants the locals `latestKey`, `gen`
- * (a number), `ttl` and `reservation` (nil for a delete). The worker's begin script
- * (workers/run/admission.ts) runs the same body before it compares and locks.
- */
-export const COMMIT_LUA = `
-local latest = tonumber(redis.call('GET', latestKey) or '0')
-if gen > latest then latest = gen end
-redis.call('SET', latestKey, tostring(latest), 'EX', ttl)
-if reservation and redis.call('EXISTS', reservation) == 1 then
-  redis.call('HSET', reservation, 'enqueued', '1')
-end
-`;
-
-// KEYS: latestGenerationKey [, createKey]. ARGV: generation, gen TTL. Returns the latest.
-const COMMIT = new LuaScript(`
-local latestKey, gen, ttl, reservation = KEYS[1], tonumber(ARGV[1]), ARGV[2], KEYS[2]
-${COMMIT_LUA}
-return tostring(latest)
-`);
+// queues/lua/: reserve-create.lua, allocate-generation.lua and commit-generation.lua; the
+// first two share includes/next-generation.lua, the last includes/commit-generation.lua with
+// the worker's begin-job.lua.
+const RESERVE_CREATE = LuaScript.load('reserve-create');
+const ALLOCATE = LuaScript.load('allocate-generation');
+const COMMIT = LuaScript.load('commit-generation');
 
 export interface CreateReservation {
   readonly jobId: string;

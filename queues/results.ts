@@ -67,11 +67,7 @@ function fieldsOf(result: JobResult): string[] {
   return fields;
 }
 
-// KEYS: results stream, lock key. ARGV: lock token, max length, then the entry's fields.
-const RELEASE_AND_APPEND = new LuaScript(`
-if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
-return redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', unpack(ARGV, 3))
-`);
+const RELEASE_AND_APPEND = LuaScript.load('append-result-releasing');
 
 /**
  * Appends one result and, in the same round trip, releases the job's lock (deleted only while

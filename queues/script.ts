@@ -1,14 +1,29 @@
-// A Lua script run by its SHA1 (EVALSHA): the script's text crosses the wire only the first
-// time after a Redis restart or SCRIPT FLUSH (NOSCRIPT → EVAL, which also caches it again).
-// Every kvm2 script runs on a job's hot path, where bytes on a loopback socket cost CPU.
+// kvm2's Lua scripts: files in queues/lua/, loaded once per process, run by SHA1 (EVALSHA). A
+// script's text crosses the wire only the first time after a Redis restart or SCRIPT FLUSH
+// (NOSCRIPT → EVAL, which also caches it again); every kvm2 script runs on a job's hot path,
+// where bytes on a loopback socket cost CPU.
+//
+// A line `--- @include "includes/name"` is replaced by queues/lua/includes/name.lua, which
+// defines local functions the script calls (BullMQ's scripts share their parts the same way).
+// Each part is included once, however many times it is named.
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
+
+/** Where the .lua files are: beside this module (the build copies them into its output). */
+const LUA_DIR = new URL('./lua/', import.meta.url);
+const INCLUDE = /^--- @include "([a-z0-9/-]+)"$/gm;
 
 export class LuaScript {
   readonly sha: string;
 
   constructor(readonly lua: string) {
     this.sha = createHash('sha1').update(lua).digest('hex');
+  }
+
+  /** The script `queues/lua/<name>.lua`, its includes in place. */
+  static load(name: string): LuaScript {
+    return new LuaScript(expand(name, new Set([name]), []));
   }
 
   async run(
@@ -23,4 +38,28 @@ export class LuaScript {
       return redis.eval(this.lua, keys.length, ...keys, ...args);
     }
   }
+}
+
+function read(name: string, from: string | undefined): string {
+  try {
+    return readFileSync(new URL(`${name}.lua`, LUA_DIR), 'utf8');
+  } catch (err) {
+    const where = from === undefined ? '' : ` (included by ${from}.lua)`;
+    throw new Error(`Lua script ${name}.lua cannot be read${where}: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+}
+
+/** `name`'s text with every include expanded; `seen` keeps each part to its first place. */
+function expand(name: string, seen: Set<string>, chain: readonly string[]): string {
+  const text = read(name, chain.at(-1));
+  return text.replace(INCLUDE, (_line, part: string) => {
+    if ([...chain, name].includes(part)) {
+      throw new Error(`Lua script ${name}.lua includes ${part}.lua, which includes it back`);
+    }
+    if (seen.has(part)) return '';
+    seen.add(part);
+    return expand(part, seen, [...chain, name]).trimEnd();
+  });
 }

@@ -38,5 +38,7 @@ export function build(): number {
     target: 'node20',
     logLevel: 'error',
   });
+  // queues/script.ts reads the Lua scripts beside its module.
+  fs.cpSync(path.join(ROOT, 'queues/lua'), path.join(BUILD_DIR, 'queues/lua'), { recursive: true });
   return entryPoints.length;
 }

@@ -1,6 +1,10 @@
 // queues/script.ts against the real Redis: EVALSHA, and EVAL once after the script cache is
-// emptied (a restart or SCRIPT FLUSH), then EVALSHA again.
-import { afterAll, beforeAll, expect, it } from 'vitest';
+// emptied (a restart or SCRIPT FLUSH), then EVALSHA again; and every script file of
+// queues/lua/ loaded as the code loads it and compiled by Redis.
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LuaScript } from '../../queues/script.js';
 import { redisScope, type RedisScope } from '../harness/redis.js';
 
@@ -25,4 +29,37 @@ it('runs by SHA1, and survives an emptied script cache', async () => {
 it("a script's own error is not mistaken for a missing script", async () => {
   const script = new LuaScript(`return redis.error_reply('ERR kvm2 test ${Math.random()}')`);
   await expect(script.run(scope.redis, [], [])).rejects.toThrow(/ERR kvm2 test/);
+});
+
+describe('the scripts in queues/lua/', () => {
+  const dir = fileURLToPath(new URL('../../queues/lua/', import.meta.url));
+  const names = readdirSync(dir)
+    .filter((f) => f.endsWith('.lua'))
+    .map((f) => f.slice(0, -'.lua'.length));
+
+  it('are there, with the parts they share', () => {
+    expect(names.length).toBeGreaterThanOrEqual(7);
+    expect(readdirSync(path.join(dir, 'includes')).length).toBeGreaterThanOrEqual(3);
+  });
+
+  for (const name of names) {
+    it(`${name}.lua loads with its includes in place, once each, and Redis compiles it`, async () => {
+      const script = LuaScript.load(name);
+      expect(script.lua).not.toMatch(/@include/);
+      const defined = [...script.lua.matchAll(/^\s*local function (\w+)/gm)].map((m) => m[1]);
+      expect(new Set(defined).size).toBe(defined.length);
+      // SCRIPT LOAD compiles without running: a syntax error or an undefined include fails here.
+      expect(await scope.redis.script('LOAD', script.lua)).toBe(script.sha);
+    });
+  }
+
+  it('shares one lock release between the lock script and the end of a job', () => {
+    const release = /local function releaseLock\(/;
+    expect(LuaScript.load('release-lock').lua).toMatch(release);
+    expect(LuaScript.load('append-result-releasing').lua).toMatch(release);
+  });
+
+  it('names the file when a script or an include is missing', () => {
+    expect(() => LuaScript.load('no-such-script')).toThrow(/no-such-script\.lua cannot be read/);
+  });
 });

@@ -1,29 +1,16 @@
-// The start of a create or delete in one Redis round trip (one Lua script, atomic): commit the
-// job's generation, compare it with the instance's latest, and when it is still the latest take
-// the instance lock. The three steps are the same as generations.ts commitGeneration, a
-// comparison and RedisLocks.tryAcquire; done together they cost one round trip instead of three
-// on the busiest path of a worker (bench/queue).
+// The start of a create or delete in one Redis round trip (queues/lua/begin-job.lua, atomic):
+// commit the job's generation, compare it with the instance's latest, and when it is still the
+// latest take the instance lock. The commit is the producer's own (the include both scripts
+// share); done together the three steps cost one round trip instead of three on the busiest
+// path of a worker (bench/queue).
 import type { Redis } from 'ioredis';
-import { COMMIT_LUA, GENERATION_TTL_S } from '../../queues/generations.js';
+import { GENERATION_TTL_S } from '../../queues/generations.js';
 import { createKey, latestGenerationKey } from '../../queues/names.js';
 import { LuaScript } from '../../queues/script.js';
 import { instanceLockName } from '../../src/provider/core/ids.js';
 import type { Lease, RedisLocks } from '../locks/redis-locks.js';
 
-// KEYS: latest-generation key, lock key, create reservation key (or the lock key again when
-// there is none). ARGV: generation, generation TTL s, lock token, lock TTL ms, has reservation.
-// Returns { latest, state } with state 'superseded', 'locked' or 'busy'.
-const BEGIN = new LuaScript(`
-local latestKey, gen, ttl = KEYS[1], tonumber(ARGV[1]), ARGV[2]
-local reservation = nil
-if ARGV[5] == '1' then reservation = KEYS[3] end
-${COMMIT_LUA}
-if latest > gen then return { tostring(latest), 'superseded' } end
-if redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4], 'NX') then
-  return { tostring(latest), 'locked' }
-end
-return { tostring(latest), 'busy' }
-`);
+const BEGIN = LuaScript.load('begin-job');
 
 export type Begun =
   | { readonly state: 'superseded'; readonly latest: number }
