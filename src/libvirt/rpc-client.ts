@@ -1,37 +1,29 @@
-// The RPC engine: one link, many calls in flight matched by serial, streams, keepalive, and
-// the abandon policy of SPEC §4. It never dials; it is handed a byte stream (UNIX socket or SSH
-// channel) and owns it until it closes.
+// The RPC engine: one link, many calls in flight matched by serial (call-table.ts), streams
+// (stream-transfer.ts), keepalive, and the abandon policy of SPEC §4. It never dials; it is
+// handed a byte stream (UNIX socket or SSH channel) and owns it until it closes.
 //
 // Abandon policy: libvirt cannot cancel a call. A call whose signal fires or whose budget runs
-// out while on the wire kills the link (its reply would otherwise arrive for nobody, and the
-// daemon may still be working on it); the other calls on the link fail once as interrupted and
-// the owner (HostTable) dials a new link for the next call. Calls still queued locally have not
-// reached the daemon: they fail alone, and the link stays.
+// out while on the wire kills the link; the other calls on the link fail once as interrupted
+// and the owner (HostTable) dials a new link for the next call. Calls still queued locally
+// have not reached the daemon: they fail alone, and the link stays.
 import { EventEmitter } from 'node:events';
 import type { Duplex } from 'node:stream';
-import { SpanStatusCode, trace, type Span, type Tracer } from '@opentelemetry/api';
+import { trace, type Tracer } from '@opentelemetry/api';
 import type { Logger } from 'pino';
+import { CallTable } from './call-table.js';
 import {
   CallAbortedError,
-  InvalidArgumentError,
   LibvirtError,
   LinkClosedError,
   LinkInterruptedError,
   ProtocolError,
 } from './errors.js';
 import { Keepalive, type KeepaliveOptions } from './keepalive.js';
-import {
-  FrameDecoder,
-  MessageStatus,
-  MessageType,
-  encodePrefix,
-  packetWriter,
-  sealPacket,
-  type PacketHeader,
-} from './packet.js';
+import { FrameDecoder, MessageStatus, MessageType, type PacketHeader } from './packet.js';
 import type { Procedure } from './procedure.js';
 import { KEEPALIVE_PROGRAM, REMOTE_PROGRAM, decodeRemoteError } from './protocol.gen.js';
-import { DownloadSink, UploadPacketizer, UploadSink, type StreamSink } from './streams.js';
+import type { StreamSink } from './streams.js';
+import { downloadStream, uploadStream, type StreamChannel } from './stream-transfer.js';
 import { XdrReader } from './xdr.js';
 
 export interface RpcClientOptions {
@@ -56,46 +48,15 @@ export interface CallOptions {
 }
 
 const DEFAULTS = Object.freeze({ maxInFlight: 4, callTimeoutMs: 60_000 });
-/** Upload data queued in the socket before we wait for it to drain. */
-const UPLOAD_BUFFER_BYTES = 1024 * 1024;
-
-type AnyProcedure = Procedure<any, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-class PendingCall {
-  serial = 0;
-  /** performance.now() past which the call is abandoned; Infinity for none. */
-  deadline = Infinity;
-  span: Span | undefined = undefined;
-  started = 0;
-  onAbort: (() => void) | undefined = undefined;
-  sent = false;
-  done = false;
-  frame: Buffer | undefined = undefined;
-
-  constructor(
-    readonly proc: AnyProcedure,
-    readonly signal: AbortSignal | undefined,
-    readonly resolve: (v: unknown) => void,
-    readonly reject: (e: Error) => void,
-  ) {}
-}
-
 export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
   readonly host: string;
-  private readonly maxInFlight: number;
   private readonly callTimeoutMs: number;
-  private readonly logger: Logger | undefined;
-  private readonly tracer: Tracer;
+  private readonly calls: CallTable;
   private readonly decoder: FrameDecoder;
-  private readonly pending = new Map<number, PendingCall>();
-  private readonly queue: PendingCall[] = [];
+  /** The link as the stream transfers see it. */
+  private readonly channel: StreamChannel;
   private readonly streams = new Map<number, StreamSink>();
   private keepalive: Keepalive | undefined;
-  // One timer for every call's budget, armed for the earliest deadline (a timer per call costs
-  // more than the rest of the call's bookkeeping together).
-  private deadlineTimer: NodeJS.Timeout | undefined;
-  private armedFor = Infinity;
-  private nextSerial = 1;
   private corked = false;
   private readPauses = 0;
   private closing = false;
@@ -108,11 +69,32 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
   ) {
     super();
     this.host = options.host;
-    this.maxInFlight = options.maxInFlight ?? DEFAULTS.maxInFlight;
     this.callTimeoutMs = options.callTimeoutMs ?? DEFAULTS.callTimeoutMs;
-    this.logger = options.logger;
-    this.tracer = options.tracer ?? trace.getTracer('kvm2');
+    this.calls = new CallTable(
+      {
+        host: this.host,
+        write: (frame) => this.write(frame),
+        kill: (reason) => this.destroy(reason),
+        isDown: () => this.down,
+      },
+      {
+        maxInFlight: options.maxInFlight ?? DEFAULTS.maxInFlight,
+        tracer: options.tracer ?? trace.getTracer('kvm2'),
+        logger: options.logger,
+      },
+    );
     this.decoder = new FrameDecoder((h, p) => this.onFrame(h, p));
+    this.channel = {
+      host: this.host,
+      link: stream,
+      isDown: () => this.down,
+      open: (proc, args, sink, opts) => this.openStream(proc, args, sink, opts),
+      forget: (serial) => this.streams.delete(serial),
+      write: (frame) => this.write(frame),
+      destroy: (reason) => this.destroy(reason),
+      pauseReads: () => this.pauseReads(),
+      resumeReads: () => this.resumeReads(),
+    };
     stream.on('data', (chunk: Buffer) => {
       this.keepalive?.received();
       // Replies often arrive several to a read, and each releases a queued call: the frames
@@ -137,7 +119,7 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
   }
 
   get inFlight(): number {
-    return this.pending.size;
+    return this.calls.inFlight;
   }
 
   /** Starts pinging when idle and answering is already on; called once the daemon agreed. */
@@ -150,151 +132,34 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
   }
 
   call<A, R>(proc: Procedure<A, R>, args: A, options?: CallOptions): Promise<R> {
-    return new Promise<R>((resolve, reject) => {
-      const signal = options?.signal;
-      if (signal?.aborted) {
-        reject(new CallAbortedError(proc.name, false, { cause: signal.reason }));
-        return;
-      }
-      if (this.down) {
-        reject(this.downReason(proc.name));
-        return;
-      }
-      const call = new PendingCall(proc, signal, resolve as (v: unknown) => void, reject);
-      try {
-        call.serial = this.takeSerial();
-        const w = packetWriter();
-        proc.encode(w, args);
-        call.frame = sealPacket(w, {
-          prog: proc.program,
-          vers: proc.version,
-          proc: proc.proc,
-          type: MessageType.CALL,
-          serial: call.serial,
-          status: MessageStatus.OK,
-        });
-      } catch (err) {
-        reject(new InvalidArgumentError(`${proc.name}: ${(err as Error).message}`, { cause: err }));
-        return;
-      }
-      this.begin(call, options?.timeoutMs ?? this.callTimeoutMs);
-      if (this.pending.size < this.maxInFlight) this.send(call);
-      else this.queue.push(call);
-    });
+    const signal = options?.signal;
+    if (signal?.aborted) {
+      return Promise.reject(new CallAbortedError(proc.name, false, { cause: signal.reason }));
+    }
+    if (this.down) return Promise.reject(this.downReason(proc.name));
+    return this.calls.submit(proc, args, signal, options?.timeoutMs ?? this.callTimeoutMs);
   }
 
   /**
-   * Runs a @writestream procedure (StorageVolUpload): the call, then `source` as stream data in
-   * chunks libvirt always accepts, with socket back-pressure, then the finish handshake. Memory
-   * in flight stays at one chunk of `source` plus the socket's buffer, whatever the size.
+   * Runs a @writestream procedure (StorageVolUpload) with `source` as its data
+   * (stream-transfer.ts).
    */
-  async upload<A>(
+  upload<A>(
     proc: Procedure<A, unknown>,
     args: A,
     source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
     options?: CallOptions,
   ): Promise<void> {
-    const sink = new UploadSink();
-    const serial = await this.openStream(proc, args, sink, options);
-    const signal = options?.signal;
-    const onAbort = (): void => {
-      sink.fail(new CallAbortedError(proc.name, false, { cause: signal?.reason }));
-      this.destroy(new LinkInterruptedError(`${this.host}: upload ${proc.name} was abandoned`));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    if (signal?.aborted) onAbort();
-    try {
-      const header: PacketHeader = {
-        prog: proc.program,
-        vers: proc.version,
-        proc: proc.proc,
-        type: MessageType.STREAM,
-        serial,
-        status: MessageStatus.CONTINUE,
-      };
-      const packets = new UploadPacketizer(header, (frames) => {
-        if (frames.length === 1) this.stream.write(frames[0]);
-        else {
-          this.stream.cork();
-          for (const f of frames) this.stream.write(f);
-          this.stream.uncork();
-        }
-      });
-      for await (const chunk of source) {
-        sink.throwIfFailed();
-        packets.push(chunk);
-        // Socket back-pressure with a little slack: waiting for a full drain after every
-        // packet would leave the daemon idle between packets. 'drain' comes only after a
-        // write was refused (an SSH channel accepts up to 2 MiB before it refuses).
-        const { writableNeedDrain, writableLength } = this.stream;
-        if (writableNeedDrain && writableLength > UPLOAD_BUFFER_BYTES) await this.drained(sink);
-      }
-      packets.flush();
-      sink.throwIfFailed();
-      this.write(encodePrefix({ ...header, status: MessageStatus.OK }, 0));
-      await sink.finished;
-    } catch (err) {
-      // The source failed (or we did) with the daemon's stream still open: without a finish
-      // the daemon would keep the volume busy until the link closed. Closing it is the abort.
-      // A failure the daemon reported has already closed its side.
-      if (!this.down && !sink.failed) {
-        this.destroy(
-          new LinkInterruptedError(`${this.host}: upload ${proc.name} failed before its end`, {
-            cause: err,
-          }),
-        );
-      }
-      throw err;
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
-      this.streams.delete(serial);
-    }
+    return uploadStream(this.channel, proc, args, source, options);
   }
 
-  /**
-   * Runs a @readstream procedure (StorageVolDownload) and yields the data. The link is paused
-   * while the consumer lags, so memory stays bounded. Ends with the finish handshake
-   * (go-libvirt skips it and leaves the daemon's stream open: LIBVIRT-RPC-FACTS §5).
-   */
-  async *download<A>(
+  /** Runs a @readstream procedure (StorageVolDownload) and yields the data (stream-transfer.ts). */
+  download<A>(
     proc: Procedure<A, unknown>,
     args: A,
     options?: CallOptions,
   ): AsyncGenerator<Buffer, void, undefined> {
-    const sink = new DownloadSink(this);
-    const serial = await this.openStream(proc, args, sink, options);
-    const signal = options?.signal;
-    const onAbort = (): void => {
-      sink.fail(new CallAbortedError(proc.name, false, { cause: signal?.reason }));
-      this.destroy(new LinkInterruptedError(`${this.host}: download ${proc.name} was abandoned`));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    if (signal?.aborted) onAbort();
-    try {
-      for (;;) {
-        const chunk = await sink.next();
-        if (chunk === null) break;
-        yield chunk;
-      }
-      this.write(
-        encodePrefix(
-          {
-            prog: proc.program,
-            vers: proc.version,
-            proc: proc.proc,
-            type: MessageType.STREAM,
-            serial,
-            status: MessageStatus.OK,
-          },
-          0,
-        ),
-      );
-      await sink.finished;
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
-      this.streams.delete(serial);
-      sink.release();
-    }
+    return downloadStream(this.channel, proc, args, options);
   }
 
   /**
@@ -329,62 +194,11 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
 
   // ---- internals -------------------------------------------------------------------------
 
-  private takeSerial(): number {
-    const s = this.nextSerial;
-    this.nextSerial = s === 0xffffffff ? 1 : s + 1;
-    return s;
-  }
-
-  private begin(call: PendingCall, timeoutMs: number): void {
-    call.started = performance.now();
-    call.span = this.tracer.startSpan(`kvm2.${call.proc.name}`, {
-      attributes: { 'rpc.system': 'libvirt', 'rpc.method': call.proc.name, 'kvm2.host': this.host },
-    });
-    if (timeoutMs > 0 && Number.isFinite(timeoutMs)) {
-      call.deadline = call.started + timeoutMs;
-      if (call.deadline < this.armedFor) this.armDeadline(call.deadline);
-    }
-    if (call.signal !== undefined) {
-      call.onAbort = () => this.abandon(call, false);
-      call.signal.addEventListener('abort', call.onAbort, { once: true });
-    }
-  }
-
-  private armDeadline(at: number): void {
-    if (this.deadlineTimer !== undefined) clearTimeout(this.deadlineTimer);
-    this.armedFor = at;
-    this.deadlineTimer = setTimeout(() => this.expire(), Math.max(0, at - performance.now()) + 1);
-    this.deadlineTimer.unref();
-  }
-
-  // Abandons every call past its deadline, then re-arms for the earliest one left.
-  private expire(): void {
-    this.deadlineTimer = undefined;
-    this.armedFor = Infinity;
-    const now = performance.now();
-    for (const call of [...this.queue, ...this.pending.values()]) {
-      if (call.deadline <= now) this.abandon(call, true);
-    }
-    if (this.down) return;
-    let next = Infinity;
-    for (const call of this.pending.values()) next = Math.min(next, call.deadline);
-    for (const call of this.queue) next = Math.min(next, call.deadline);
-    if (next !== Infinity) this.armDeadline(next);
-  }
-
-  private send(call: PendingCall): void {
-    call.sent = true;
-    this.pending.set(call.serial, call);
-    const frame = call.frame;
-    call.frame = undefined;
-    if (frame !== undefined) this.write(frame);
-  }
-
   // A lone call goes out at once. With others in flight, the calls made in the same tick
   // (callers resuming after a batch of replies) leave together in one writev.
   private write(frame: Buffer): void {
     if (this.down) return;
-    if (!this.corked && this.pending.size > 1) {
+    if (!this.corked && this.calls.inFlight > 1) {
       this.corked = true;
       this.stream.cork();
       process.nextTick(this.uncork);
@@ -396,63 +210,6 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
     this.corked = false;
     this.stream.uncork();
   };
-
-  private abandon(call: PendingCall, timedOut: boolean): void {
-    if (call.done) return;
-    const err = new CallAbortedError(call.proc.name, timedOut, {
-      cause: timedOut ? undefined : call.signal?.reason,
-    });
-    if (!call.sent) {
-      const i = this.queue.indexOf(call);
-      if (i >= 0) this.queue.splice(i, 1);
-      this.settle(call, err);
-      return;
-    }
-    // The link goes down first, so settling this call cannot send a queued one onto it.
-    this.pending.delete(call.serial);
-    this.destroy(
-      new LinkInterruptedError(
-        `${this.host}: link dropped because call ${call.proc.name} was abandoned`,
-        { cause: err },
-      ),
-    );
-    this.settle(call, err);
-  }
-
-  private settle(call: PendingCall, err: Error | undefined, value?: unknown): void {
-    if (call.done) return;
-    call.done = true;
-    if (call.onAbort !== undefined) call.signal?.removeEventListener('abort', call.onAbort);
-    const ms = performance.now() - call.started;
-    if (err === undefined) {
-      call.span?.end();
-      call.resolve(value);
-    } else {
-      call.span?.recordException(err);
-      call.span?.setStatus({ code: SpanStatusCode.ERROR, message: err.message });
-      call.span?.end();
-      call.reject(err);
-    }
-    if (this.logger?.isLevelEnabled('debug') === true) {
-      this.logger.debug(
-        {
-          host: this.host,
-          procedure: call.proc.name,
-          durationMs: Math.round(ms * 1000) / 1000,
-          outcome: err === undefined ? 'ok' : ((err as { code?: string }).code ?? err.name),
-        },
-        'libvirt call',
-      );
-    }
-    if (call.sent && !this.down) this.pump();
-  }
-
-  private pump(): void {
-    while (this.pending.size < this.maxInFlight && this.queue.length > 0) {
-      const next = this.queue.shift();
-      if (next !== undefined) this.send(next);
-    }
-  }
 
   private onFrame(h: PacketHeader, payload: Buffer): void {
     if (h.prog === KEEPALIVE_PROGRAM) {
@@ -469,11 +226,13 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
   }
 
   private onReply(h: PacketHeader, payload: Buffer): void {
-    const call = this.pending.get(h.serial);
+    const call = this.calls.take(h.serial);
     if (call === undefined) return; // a reply for a call already failed: never surfaces
-    this.pending.delete(h.serial);
     if (call.proc.proc !== h.proc) {
-      this.settle(call, new ProtocolError(`reply for serial ${h.serial} names proc ${h.proc}`));
+      this.calls.settle(
+        call,
+        new ProtocolError(`reply for serial ${h.serial} names proc ${h.proc}`),
+      );
       return;
     }
     if (h.status === MessageStatus.OK) {
@@ -483,14 +242,17 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
         value = call.proc.decode(r);
         r.expectEnd(`${call.proc.name} reply`);
       } catch (err) {
-        this.settle(call, new ProtocolError(`${call.proc.name} reply: ${(err as Error).message}`));
+        this.calls.settle(
+          call,
+          new ProtocolError(`${call.proc.name} reply: ${(err as Error).message}`),
+        );
         return;
       }
-      this.settle(call, undefined, value);
+      this.calls.settle(call, undefined, value);
     } else if (h.status === MessageStatus.ERROR) {
-      this.settle(call, this.decodeError(call.proc.name, payload));
+      this.calls.settle(call, this.decodeError(call.proc.name, payload));
     } else {
-      this.settle(call, new ProtocolError(`reply with status ${h.status}`));
+      this.calls.settle(call, new ProtocolError(`reply with status ${h.status}`));
     }
   }
 
@@ -540,7 +302,7 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
   ): Promise<number> {
     // The serial is registered before the call goes out: a stream error can follow the reply
     // in the same read.
-    const serial = this.nextSerial;
+    const serial = this.calls.upcomingSerial;
     this.streams.set(serial, sink);
     try {
       await this.call(proc, args, options);
@@ -549,21 +311,6 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
       throw err;
     }
     return serial;
-  }
-
-  private drained(sink: UploadSink): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const done = (err?: Error): void => {
-        this.stream.off('drain', onDrain);
-        sink.offFail(onFail);
-        if (err === undefined) resolve();
-        else reject(err);
-      };
-      const onDrain = (): void => done();
-      const onFail = (err: Error): void => done(err);
-      this.stream.on('drain', onDrain);
-      sink.onFail(onFail);
-    });
   }
 
   private downReason(procedure: string): Error {
@@ -576,7 +323,6 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
     if (this.down) return;
     this.down = true;
     this.keepalive?.stop();
-    if (this.deadlineTimer !== undefined) clearTimeout(this.deadlineTimer);
     const reason =
       err ??
       (this.closing
@@ -589,10 +335,7 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
         : new LinkInterruptedError(`${this.host}: link failed: ${reason.message}`, {
             cause: reason,
           });
-    const calls = [...this.pending.values(), ...this.queue];
-    this.pending.clear();
-    this.queue.length = 0;
-    for (const call of calls) this.settle(call, interrupted);
+    this.calls.failAll(interrupted);
     for (const sink of this.streams.values()) sink.fail(interrupted);
     this.streams.clear();
     this.emit('close', this.closing ? undefined : reason);

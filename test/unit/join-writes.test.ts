@@ -4,7 +4,7 @@
 import { Writable } from 'node:stream';
 import type { ClientChannel } from 'ssh2';
 import { describe, expect, it } from 'vitest';
-import { joinWrites } from '../../src/libvirt/transport/ssh.js';
+import { joinWrites } from '../../src/libvirt/transport/ssh-link.js';
 
 function channel(): { stream: Writable; writes: Buffer[] } {
   const writes: Buffer[] = [];

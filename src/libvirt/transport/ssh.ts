@@ -11,65 +11,27 @@
 //   forward    the streamlocal channel to the daemon's socket
 // The budget (`timeoutMs`) covers the whole dial; a timeout or abort names the running stage.
 import { lookup } from 'node:dns/promises';
-import { readFile } from 'node:fs/promises';
 import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import ssh2 from 'ssh2';
-import type {
-  AgentAuthMethod,
-  ClientChannel,
-  ConnectConfig,
-  ParsedKey,
-  PublicKeyAuthMethod,
-  ServerHostKeyAlgorithm,
-} from 'ssh2';
+import type { AgentAuthMethod, ClientChannel, ConnectConfig, PublicKeyAuthMethod } from 'ssh2';
 import { DialError, type DialReason, type DialStage } from './dial-error.js';
-import type { LibvirtTarget, SshTarget } from './uri.js';
 import {
-  checkHostKey,
-  keyTypeOf,
-  knownKeyTypes,
-  parseKnownHosts,
-  type KnownHostEntry,
-} from './known-hosts.js';
+  hostKeyAlgorithmsFor,
+  readClientKeys,
+  readKnownHosts,
+  type ClientKey,
+} from './ssh-keys.js';
+import { linkOver } from './ssh-link.js';
+import type { LibvirtTarget, SshTarget } from './uri.js';
+import { checkHostKey, keyTypeOf, knownKeyTypes, type KnownHostEntry } from './known-hosts.js';
 import type { DialOptions, Link } from './types.js';
 
-const { Client, utils } = ssh2;
+const { Client } = ssh2;
 
 export const SSH_DIAL_DEFAULTS = Object.freeze({
   /** Budget of a dial when the caller gives none; ssh2's own readyTimeout default. */
   timeoutMs: 20_000,
 });
-
-// ssh2's default host key algorithm order (lib/protocol/constants.js), and the algorithms that
-// carry each key type. `algorithms.serverHostKey` replaces the list, so we give it whole.
-const HOST_KEY_ALGORITHMS: readonly ServerHostKeyAlgorithm[] = [
-  'ssh-ed25519',
-  'ecdsa-sha2-nistp256',
-  'ecdsa-sha2-nistp384',
-  'ecdsa-sha2-nistp521',
-  'rsa-sha2-512',
-  'rsa-sha2-256',
-  'ssh-rsa',
-];
-const ALGORITHMS_BY_KEY_TYPE: Readonly<Record<string, readonly ServerHostKeyAlgorithm[]>> = {
-  'ssh-ed25519': ['ssh-ed25519'],
-  'ecdsa-sha2-nistp256': ['ecdsa-sha2-nistp256'],
-  'ecdsa-sha2-nistp384': ['ecdsa-sha2-nistp384'],
-  'ecdsa-sha2-nistp521': ['ecdsa-sha2-nistp521'],
-  'ssh-rsa': ['rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'],
-  'ssh-dss': ['ssh-dss'],
-};
-
-/**
- * Host key algorithms with the types known_hosts holds for the host first, as ssh(1) orders
- * them, so a host known by its ed25519 key is not called unknown because rsa was offered first.
- */
-export function hostKeyAlgorithmsFor(knownTypes: readonly string[]): ServerHostKeyAlgorithm[] {
-  const preferred = knownTypes.flatMap((t) => ALGORITHMS_BY_KEY_TYPE[t] ?? []);
-  return [...new Set([...preferred, ...HOST_KEY_ALGORITHMS])];
-}
 
 type Ssh2Error = Error & { level?: string; code?: unknown };
 
@@ -79,99 +41,166 @@ const ignore = (): void => undefined;
 export async function dialSsh(target: LibvirtTarget, opts: DialOptions = {}): Promise<Link> {
   const ssh = target.ssh;
   if (ssh === undefined) throw new TypeError(`dialSsh needs an ssh URI, not '${target.uri}'`);
-  const { signal } = opts;
-  const timeoutMs = opts.timeoutMs ?? SSH_DIAL_DEFAULTS.timeoutMs;
-  const label = `ssh ${ssh.host}:${ssh.port}`;
-  const started = Date.now();
-  let stage: DialStage = 'resolve';
+  return new SshDial(target, ssh, opts).run();
+}
 
-  const dialError = (reason: DialReason, what: string, cause?: unknown): DialError =>
-    new DialError(`${label}: ${what}`, stage, ssh.host, reason, { cause });
+type KnownHosts = KnownHostEntry[] | Error;
 
-  if (signal?.aborted === true)
-    throw dialError('aborted', 'dial aborted before it started', signal.reason);
+/**
+ * One dial, stage by stage. Every failure source (timer, signal, socket, ssh2) settles the one
+ * `failed` promise, and each stage races against it; the stage a failure names is the one
+ * running when it came.
+ */
+class SshDial {
+  private stage: DialStage = 'resolve';
+  private readonly started = Date.now();
+  private readonly timeoutMs: number;
+  private readonly label: string;
+  private fail!: (err: DialError) => void;
+  private readonly failed: Promise<never>;
+  /** Listener removals, run when the dial ends either way. */
+  private readonly detach: (() => void)[] = [];
+  private socket: net.Socket | undefined;
+  private client: InstanceType<typeof Client> | undefined;
 
-  // Every failure source (timer, signal, socket, ssh2) settles this one promise; each step
-  // races against it.
-  let fail!: (err: DialError) => void;
-  const failed = new Promise<never>((_, reject) => {
-    fail = reject;
-  });
-  failed.catch(() => undefined);
-  const timer = setTimeout(() => {
-    fail(dialError('timeout', `timed out during ${stage} after ${timeoutMs} ms`));
-  }, timeoutMs);
-  const onAbort = (): void =>
-    fail(dialError('aborted', `dial aborted during ${stage}`, signal?.reason));
-  signal?.addEventListener('abort', onAbort, { once: true });
+  constructor(
+    private readonly target: LibvirtTarget,
+    private readonly ssh: SshTarget,
+    private readonly opts: DialOptions,
+  ) {
+    this.timeoutMs = opts.timeoutMs ?? SSH_DIAL_DEFAULTS.timeoutMs;
+    this.label = `ssh ${ssh.host}:${ssh.port}`;
+    this.failed = new Promise<never>((_, reject) => {
+      this.fail = reject;
+    });
+    this.failed.catch(() => undefined);
+  }
 
-  let socket: net.Socket | undefined;
-  let client: InstanceType<typeof Client> | undefined;
-  const detach: (() => void)[] = [];
-  try {
-    const [knownHosts, clientKeys] = await Promise.race([
-      Promise.all([readKnownHosts(ssh), readClientKeys(ssh)]),
-      failed,
-    ]);
-    if (clientKeys instanceof Error) {
-      stage = 'auth';
-      throw dialError('auth_failed', clientKeys.message);
+  private readonly dialError = (reason: DialReason, what: string, cause?: unknown): DialError =>
+    new DialError(`${this.label}: ${what}`, this.stage, this.ssh.host, reason, { cause });
+
+  private race<T>(step: Promise<T>): Promise<T> {
+    return Promise.race([step, this.failed]);
+  }
+
+  async run(): Promise<Link> {
+    const { signal } = this.opts;
+    if (signal?.aborted === true) {
+      throw this.dialError('aborted', 'dial aborted before it started', signal.reason);
     }
+    const timer = setTimeout(() => {
+      this.fail(
+        this.dialError('timeout', `timed out during ${this.stage} after ${this.timeoutMs} ms`),
+      );
+    }, this.timeoutMs);
+    const onAbort = (): void =>
+      this.fail(this.dialError('aborted', `dial aborted during ${this.stage}`, signal?.reason));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const [knownHosts, clientKeys] = await this.race(
+        Promise.all([readKnownHosts(this.ssh), readClientKeys(this.ssh)]),
+      );
+      if (clientKeys instanceof Error) {
+        this.stage = 'auth';
+        throw this.dialError('auth_failed', clientKeys.message);
+      }
+      const sock = await this.connectTcp();
+      const conn = await this.handshake(sock, knownHosts, clientKeys);
+      return linkOver(await this.forward(conn), conn, sock);
+    } catch (err) {
+      // ssh2 keeps reporting on a client we gave up (its ready timer, "Connection lost before
+      // handshake"); an 'error' without a listener would crash the process.
+      this.client?.on('error', ignore);
+      this.client?.end();
+      this.socket?.destroy();
+      throw err instanceof DialError
+        ? err
+        : this.dialError('protocol_error', `unexpected failure during ${this.stage}`, err);
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      for (const undo of this.detach) undo();
+    }
+  }
 
-    const address = await Promise.race([
-      lookup(ssh.host).catch((err: NodeJS.ErrnoException) => {
-        throw dialError('unreachable', `cannot resolve host (${err.code ?? err.message})`, err);
+  /** Stages `resolve` and `tcp`: our own socket, handed to ssh2. */
+  private async connectTcp(): Promise<net.Socket> {
+    const address = await this.race(
+      lookup(this.ssh.host).catch((err: NodeJS.ErrnoException) => {
+        throw this.dialError(
+          'unreachable',
+          `cannot resolve host (${err.code ?? err.message})`,
+          err,
+        );
       }),
-      failed,
-    ]);
-
-    stage = 'tcp';
+    );
+    this.stage = 'tcp';
     // noDelay: RPC frames are small and latency-bound; with Nagle, a small frame written after
     // another (a stream's finish after its data) waits ~40 ms for the peer's delayed ACK.
-    const sock = (socket = net.connect({ host: address.address, port: ssh.port, noDelay: true }));
-    await Promise.race([
+    const sock = net.connect({ host: address.address, port: this.ssh.port, noDelay: true });
+    this.socket = sock;
+    await this.race(
       new Promise<void>((resolve, reject) => {
         const onError = (err: NodeJS.ErrnoException): void =>
           reject(
-            dialError(
+            this.dialError(
               'unreachable',
               `cannot connect to ${address.address} (${err.code ?? err.message})`,
               err,
             ),
           );
         sock.once('connect', resolve).once('error', onError);
-        detach.push(() => sock.removeListener('connect', resolve).removeListener('error', onError));
-      }),
-      failed,
-    ]);
-
-    stage = 'handshake';
-    const conn = (client = new Client());
-    const verifyHostKey = (key: Buffer): boolean => {
-      stage = 'hostkey';
-      const keyType = keyTypeOf(key) ?? 'unknown';
-      const where = `known_hosts ${ssh.knownHostsFile}`;
-      if (knownHosts instanceof Error) {
-        fail(
-          dialError(
-            'host_key_unknown',
-            `host key unknown (${where} unreadable: ${knownHosts.message})`,
-          ),
+        this.detach.push(() =>
+          sock.removeListener('connect', resolve).removeListener('error', onError),
         );
-        return false;
-      }
-      const verdict = checkHostKey(knownHosts, ssh.host, ssh.port, keyType, key);
-      if (verdict === 'match') {
-        stage = 'handshake'; // the key exchange still has to finish
-        return true;
-      }
-      fail(
-        verdict === 'mismatch'
-          ? dialError('host_key_mismatch', `host key mismatch (${where})`)
-          : dialError('host_key_unknown', `host key unknown (${keyType}, not in ${where})`),
-      );
-      return false;
-    };
+      }),
+    );
+    return sock;
+  }
+
+  /** Stages `handshake`, `hostkey` and `auth`, until ssh2 says ready. */
+  private async handshake(
+    sock: net.Socket,
+    knownHosts: KnownHosts,
+    clientKeys: readonly ClientKey[],
+  ): Promise<InstanceType<typeof Client>> {
+    this.stage = 'handshake';
+    const conn = new Client();
+    this.client = conn;
+    const { config, methods } = this.clientConfig(sock, knownHosts, clientKeys);
+    await this.race(
+      new Promise<void>((resolve, reject) => {
+        const onError = (err: Ssh2Error): void => {
+          if (err.level === 'agent') return; // ssh2 goes on with the next method
+          reject(classifySsh2Error(err, this.stage, this.dialError, this.ssh.user, methods));
+        };
+        const onClose = (): void =>
+          reject(this.dialError('protocol_error', `connection closed during ${this.stage}`));
+        const onHandshake = (): void => {
+          this.stage = 'auth';
+        };
+        conn.on('error', onError).once('close', onClose).once('handshake', onHandshake);
+        conn.once('ready', resolve);
+        this.detach.push(() =>
+          conn
+            .removeListener('error', onError)
+            .removeListener('close', onClose)
+            .removeListener('handshake', onHandshake)
+            .removeListener('ready', resolve),
+        );
+        conn.connect(config);
+      }),
+    );
+    return conn;
+  }
+
+  /** ssh2's settings: our socket, the host key check, the identities and nothing else. */
+  private clientConfig(
+    sock: net.Socket,
+    knownHosts: KnownHosts,
+    clientKeys: readonly ClientKey[],
+  ): { config: ConnectConfig; methods: string } {
+    const ssh = this.ssh;
     const agent = process.env.SSH_AUTH_SOCK;
     const authMethods: (PublicKeyAuthMethod | AgentAuthMethod)[] = [
       ...clientKeys.map((k) => ({ type: 'publickey' as const, username: ssh.user, key: k.key })),
@@ -182,9 +211,9 @@ export async function dialSsh(target: LibvirtTarget, opts: DialOptions = {}): Pr
     const config: ConnectConfig = {
       sock,
       username: ssh.user,
-      hostVerifier: verifyHostKey,
+      hostVerifier: (key: Buffer) => this.verifyHostKey(knownHosts, key),
       // ssh2's own handshake-and-auth timer; ours fires at the same deadline.
-      readyTimeout: Math.max(1, timeoutMs - (Date.now() - started)),
+      readyTimeout: Math.max(1, this.timeoutMs - (Date.now() - this.started)),
       // libvirt's keepalive watches the link; SSH pings would only add a second opinion.
       keepaliveInterval: 0,
       algorithms: {
@@ -199,62 +228,52 @@ export async function dialSsh(target: LibvirtTarget, opts: DialOptions = {}): Pr
       ...clientKeys.map((k) => `key ${k.path}`),
       ...(authMethods.some((m) => m.type === 'agent') ? ['ssh-agent'] : []),
     ].join(', ');
-    await Promise.race([
-      new Promise<void>((resolve, reject) => {
-        const onError = (err: Ssh2Error): void => {
-          if (err.level === 'agent') return; // ssh2 goes on with the next method
-          reject(classifySsh2Error(err, stage, dialError, ssh.user, methods));
-        };
-        const onClose = (): void =>
-          reject(dialError('protocol_error', `connection closed during ${stage}`));
-        const onHandshake = (): void => {
-          stage = 'auth';
-        };
-        conn
-          .on('error', onError)
-          .once('close', onClose)
-          .once('handshake', onHandshake)
-          .once('ready', resolve);
-        detach.push(() =>
-          conn
-            .removeListener('error', onError)
-            .removeListener('close', onClose)
-            .removeListener('handshake', onHandshake)
-            .removeListener('ready', resolve),
-        );
-        conn.connect(config);
-      }),
-      failed,
-    ]);
+    return { config, methods };
+  }
 
-    stage = 'forward';
-    const channel = await Promise.race([
+  /** Stage `hostkey`: the server's key against known_hosts, read fresh for this dial. */
+  private verifyHostKey(knownHosts: KnownHosts, key: Buffer): boolean {
+    this.stage = 'hostkey';
+    const keyType = keyTypeOf(key) ?? 'unknown';
+    const where = `known_hosts ${this.ssh.knownHostsFile}`;
+    if (knownHosts instanceof Error) {
+      this.fail(
+        this.dialError(
+          'host_key_unknown',
+          `host key unknown (${where} unreadable: ${knownHosts.message})`,
+        ),
+      );
+      return false;
+    }
+    const verdict = checkHostKey(knownHosts, this.ssh.host, this.ssh.port, keyType, key);
+    if (verdict === 'match') {
+      this.stage = 'handshake'; // the key exchange still has to finish
+      return true;
+    }
+    this.fail(
+      verdict === 'mismatch'
+        ? this.dialError('host_key_mismatch', `host key mismatch (${where})`)
+        : this.dialError('host_key_unknown', `host key unknown (${keyType}, not in ${where})`),
+    );
+    return false;
+  }
+
+  /** Stage `forward`: the streamlocal channel to the daemon's socket. */
+  private forward(conn: InstanceType<typeof Client>): Promise<ClientChannel> {
+    this.stage = 'forward';
+    const socketPath = this.target.socketPath;
+    return this.race(
       new Promise<ClientChannel>((resolve, reject) => {
         const onClose = (): void =>
-          reject(dialError('protocol_error', 'connection closed during forward'));
+          reject(this.dialError('protocol_error', 'connection closed during forward'));
         conn.once('close', onClose);
-        detach.push(() => conn.removeListener('close', onClose));
-        conn.openssh_forwardOutStreamLocal(target.socketPath, (err, stream) => {
+        this.detach.push(() => conn.removeListener('close', onClose));
+        conn.openssh_forwardOutStreamLocal(socketPath, (err, stream) => {
           if (err === undefined || err === null) resolve(stream);
-          else reject(forwardError(err, target.socketPath, dialError));
+          else reject(forwardError(err, socketPath, this.dialError));
         });
       }),
-      failed,
-    ]);
-    return linkOver(channel, conn, sock);
-  } catch (err) {
-    // ssh2 keeps reporting on a client we gave up (its ready timer, "Connection lost before
-    // handshake"); an 'error' without a listener would crash the process.
-    client?.on('error', ignore);
-    client?.end();
-    socket?.destroy();
-    throw err instanceof DialError
-      ? err
-      : dialError('protocol_error', `unexpected failure during ${stage}`, err);
-  } finally {
-    clearTimeout(timer);
-    signal?.removeEventListener('abort', onAbort);
-    for (const undo of detach) undo();
+    );
   }
 }
 
@@ -309,121 +328,4 @@ function forwardError(
   const reason =
     code === OPEN_ADMINISTRATIVELY_PROHIBITED ? 'forward_prohibited' : 'socket_unavailable';
   return dialError(reason, `cannot open ${socketPath} on the host (${why})`, err);
-}
-
-/** known_hosts entries, or the reason the file could not be read (that host is then unknown). */
-async function readKnownHosts(ssh: SshTarget): Promise<KnownHostEntry[] | Error> {
-  try {
-    return parseKnownHosts(await readFile(ssh.knownHostsFile, 'utf8'));
-  } catch (err) {
-    return new Error((err as NodeJS.ErrnoException).code ?? 'unreadable');
-  }
-}
-
-interface ClientKey {
-  readonly path: string;
-  readonly key: ParsedKey;
-}
-
-// ssh(1)'s default identities, tried when the URI names no key file (uri.ts: SshTarget.keyFile).
-const DEFAULT_IDENTITIES = ['id_ed25519', 'id_ecdsa', 'id_rsa'];
-
-/**
- * The client keys, read now so that a rotated key is picked up. The named key file must be
- * usable; default identities that are missing or need a passphrase are skipped, as ssh(1)
- * skips them in batch mode. Messages name the file, never its content.
- */
-async function readClientKeys(ssh: SshTarget): Promise<ClientKey[] | Error> {
-  if (ssh.keyFile !== undefined) {
-    const key = await readClientKey(ssh.keyFile);
-    return key instanceof Error ? key : [key];
-  }
-  const home = path.join(os.homedir(), '.ssh');
-  const keys = await Promise.all(
-    DEFAULT_IDENTITIES.map((name) => readClientKey(path.join(home, name))),
-  );
-  return keys.filter((k): k is ClientKey => !(k instanceof Error));
-}
-
-async function readClientKey(file: string): Promise<ClientKey | Error> {
-  let bytes: Buffer;
-  try {
-    bytes = await readFile(file);
-  } catch (err) {
-    return new Error(
-      `cannot read key file ${file} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`,
-    );
-  }
-  const parsed = utils.parseKey(bytes);
-  const key = Array.isArray(parsed) ? (parsed[0] as ParsedKey | undefined) : parsed;
-  if (key === undefined || key instanceof Error || !key.isPrivateKey()) {
-    return new Error(
-      `key file ${file} holds no usable private key (passphrases are not supported)`,
-    );
-  }
-  return { path: file, key };
-}
-
-/**
- * The link over an open channel. One channel per SSH connection: when either ends, both go.
- * If the SSH connection dies, ssh2 ends the channel ('end', then 'close'); an error that
- * killed it is re-emitted on the channel when someone listens for it.
- */
-function linkOver(
-  channel: ClientChannel,
-  client: InstanceType<typeof Client>,
-  socket: net.Socket,
-): Link {
-  let closed = false;
-  const close = (): void => {
-    if (closed) return;
-    closed = true;
-    channel.close();
-    client.end();
-    socket.destroy();
-  };
-  client.on('error', (err: Error) => {
-    if (!closed && channel.listenerCount('error') > 0) channel.emit('error', err);
-  });
-  client.once('close', close);
-  channel.once('close', close);
-  joinWrites(channel);
-  return { stream: channel, close };
-}
-
-// Frames written while the RPC client has the channel corked (calls made in one tick) would
-// each become an SSH packet of their own: an ssh2 channel has no _writev, so a Writable hands
-// them to _write one by one. Joined, they are one packet: one encryption, one write syscall, one
-// read for sshd and libvirtd (bench/queue: 6.1 → 4.2 writes per delete). Large chunks (an
-// upload's 256 KiB frames) are not copied together.
-const JOIN_MAX_BYTES = 64 * 1024;
-
-interface ChannelWrites {
-  _write(chunk: Buffer, encoding: string, callback: (err?: Error | null) => void): void;
-  _writev?: (
-    chunks: readonly { chunk: Buffer | string; encoding: BufferEncoding }[],
-    callback: (err?: Error | null) => void,
-  ) => void;
-}
-
-export function joinWrites(channel: ClientChannel): void {
-  const target = channel as unknown as ChannelWrites;
-  const write = target._write.bind(target);
-  target._writev = (chunks, callback) => {
-    const buffers = chunks.map(({ chunk, encoding }) =>
-      typeof chunk === 'string' ? Buffer.from(chunk, encoding) : chunk,
-    );
-    const total = buffers.reduce((sum, b) => sum + b.length, 0);
-    if (total <= JOIN_MAX_BYTES) {
-      write(Buffer.concat(buffers, total), 'buffer', callback);
-      return;
-    }
-    let next = 0;
-    const writeNext = (err?: Error | null): void => {
-      const buffer = buffers[next++];
-      if (err || buffer === undefined) callback(err);
-      else write(buffer, 'buffer', writeNext);
-    };
-    writeNext();
-  };
 }

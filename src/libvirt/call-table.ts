@@ -1,0 +1,230 @@
+// The calls of one link: serials, the window of calls on the wire, one timer for every call's
+// budget, and the abandon policy of SPEC §4. libvirt cannot cancel a call: one whose signal
+// fires or whose budget runs out while on the wire kills the link (its reply would otherwise
+// arrive for nobody, and the daemon may still be working on it); calls still queued here have
+// not reached the daemon and fail alone.
+import { SpanStatusCode, type Span, type Tracer } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+import { CallAbortedError, InvalidArgumentError, LinkInterruptedError } from './errors.js';
+import { MessageStatus, MessageType, packetWriter, sealPacket } from './packet.js';
+import type { Procedure } from './procedure.js';
+
+type AnyProcedure = Procedure<any, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+export class PendingCall {
+  serial = 0;
+  /** performance.now() past which the call is abandoned; Infinity for none. */
+  deadline = Infinity;
+  span: Span | undefined = undefined;
+  started = 0;
+  onAbort: (() => void) | undefined = undefined;
+  sent = false;
+  done = false;
+  frame: Buffer | undefined = undefined;
+
+  constructor(
+    readonly proc: AnyProcedure,
+    readonly signal: AbortSignal | undefined,
+    readonly resolve: (v: unknown) => void,
+    readonly reject: (e: Error) => void,
+  ) {}
+}
+
+/** What the table needs of its link. */
+export interface CallLink {
+  readonly host: string;
+  write(frame: Buffer): void;
+  /** A call on the wire was abandoned: the link must go. */
+  kill(reason: Error): void;
+  isDown(): boolean;
+}
+
+export interface CallTableOptions {
+  readonly maxInFlight: number;
+  readonly tracer: Tracer;
+  readonly logger: Logger | undefined;
+}
+
+export class CallTable {
+  private readonly pending = new Map<number, PendingCall>();
+  private readonly queue: PendingCall[] = [];
+  private nextSerial = 1;
+  // One timer for every call's budget, armed for the earliest deadline (a timer per call costs
+  // more than the rest of the call's bookkeeping together).
+  private deadlineTimer: NodeJS.Timeout | undefined;
+  private armedFor = Infinity;
+
+  constructor(
+    private readonly link: CallLink,
+    private readonly options: CallTableOptions,
+  ) {}
+
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  /** The serial the next call gets: a stream registers its sink under it before the call. */
+  get upcomingSerial(): number {
+    return this.nextSerial;
+  }
+
+  /** Encodes the call and sends it, or queues it while the window is full. */
+  submit<A, R>(
+    proc: Procedure<A, R>,
+    args: A,
+    signal: AbortSignal | undefined,
+    timeoutMs: number,
+  ): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      const call = new PendingCall(proc, signal, resolve as (v: unknown) => void, reject);
+      try {
+        call.serial = this.takeSerial();
+        const w = packetWriter();
+        proc.encode(w, args);
+        call.frame = sealPacket(w, {
+          prog: proc.program,
+          vers: proc.version,
+          proc: proc.proc,
+          type: MessageType.CALL,
+          serial: call.serial,
+          status: MessageStatus.OK,
+        });
+      } catch (err) {
+        reject(new InvalidArgumentError(`${proc.name}: ${(err as Error).message}`, { cause: err }));
+        return;
+      }
+      this.begin(call, timeoutMs);
+      if (this.pending.size < this.options.maxInFlight) this.send(call);
+      else this.queue.push(call);
+    });
+  }
+
+  /** The call a reply is for, taken off the wire; undefined for one already failed. */
+  take(serial: number): PendingCall | undefined {
+    const call = this.pending.get(serial);
+    if (call !== undefined) this.pending.delete(serial);
+    return call;
+  }
+
+  settle(call: PendingCall, err: Error | undefined, value?: unknown): void {
+    if (call.done) return;
+    call.done = true;
+    if (call.onAbort !== undefined) call.signal?.removeEventListener('abort', call.onAbort);
+    const ms = performance.now() - call.started;
+    if (err === undefined) {
+      call.span?.end();
+      call.resolve(value);
+    } else {
+      call.span?.recordException(err);
+      call.span?.setStatus({ code: SpanStatusCode.ERROR, message: err.message });
+      call.span?.end();
+      call.reject(err);
+    }
+    const logger = this.options.logger;
+    if (logger?.isLevelEnabled('debug') === true) {
+      logger.debug(
+        {
+          host: this.link.host,
+          procedure: call.proc.name,
+          durationMs: Math.round(ms * 1000) / 1000,
+          outcome: err === undefined ? 'ok' : ((err as { code?: string }).code ?? err.name),
+        },
+        'libvirt call',
+      );
+    }
+    if (call.sent && !this.link.isDown()) this.pump();
+  }
+
+  /** The link is gone: every call, sent or queued, fails with `err`. */
+  failAll(err: Error): void {
+    if (this.deadlineTimer !== undefined) clearTimeout(this.deadlineTimer);
+    const calls = [...this.pending.values(), ...this.queue];
+    this.pending.clear();
+    this.queue.length = 0;
+    for (const call of calls) this.settle(call, err);
+  }
+
+  private takeSerial(): number {
+    const s = this.nextSerial;
+    this.nextSerial = s === 0xffffffff ? 1 : s + 1;
+    return s;
+  }
+
+  private begin(call: PendingCall, timeoutMs: number): void {
+    call.started = performance.now();
+    call.span = this.options.tracer.startSpan(`kvm2.${call.proc.name}`, {
+      attributes: {
+        'rpc.system': 'libvirt',
+        'rpc.method': call.proc.name,
+        'kvm2.host': this.link.host,
+      },
+    });
+    if (timeoutMs > 0 && Number.isFinite(timeoutMs)) {
+      call.deadline = call.started + timeoutMs;
+      if (call.deadline < this.armedFor) this.armDeadline(call.deadline);
+    }
+    if (call.signal !== undefined) {
+      call.onAbort = () => this.abandon(call, false);
+      call.signal.addEventListener('abort', call.onAbort, { once: true });
+    }
+  }
+
+  private armDeadline(at: number): void {
+    if (this.deadlineTimer !== undefined) clearTimeout(this.deadlineTimer);
+    this.armedFor = at;
+    this.deadlineTimer = setTimeout(() => this.expire(), Math.max(0, at - performance.now()) + 1);
+    this.deadlineTimer.unref();
+  }
+
+  // Abandons every call past its deadline, then re-arms for the earliest one left.
+  private expire(): void {
+    this.deadlineTimer = undefined;
+    this.armedFor = Infinity;
+    const now = performance.now();
+    for (const call of [...this.queue, ...this.pending.values()]) {
+      if (call.deadline <= now) this.abandon(call, true);
+    }
+    if (this.link.isDown()) return;
+    let next = Infinity;
+    for (const call of this.pending.values()) next = Math.min(next, call.deadline);
+    for (const call of this.queue) next = Math.min(next, call.deadline);
+    if (next !== Infinity) this.armDeadline(next);
+  }
+
+  private send(call: PendingCall): void {
+    call.sent = true;
+    this.pending.set(call.serial, call);
+    const frame = call.frame;
+    call.frame = undefined;
+    if (frame !== undefined) this.link.write(frame);
+  }
+
+  private abandon(call: PendingCall, timedOut: boolean): void {
+    if (call.done) return;
+    const err = new CallAbortedError(call.proc.name, timedOut, {
+      cause: timedOut ? undefined : call.signal?.reason,
+    });
+    if (!call.sent) {
+      const i = this.queue.indexOf(call);
+      if (i >= 0) this.queue.splice(i, 1);
+      this.settle(call, err);
+      return;
+    }
+    // The link goes down first, so settling this call cannot send a queued one onto it.
+    this.pending.delete(call.serial);
+    this.link.kill(
+      new LinkInterruptedError(
+        `${this.link.host}: link dropped because call ${call.proc.name} was abandoned`,
+        { cause: err },
+      ),
+    );
+    this.settle(call, err);
+  }
+
+  private pump(): void {
+    while (this.pending.size < this.options.maxInFlight && this.queue.length > 0) {
+      const next = this.queue.shift();
+      if (next !== undefined) this.send(next);
+    }
+  }
+}
