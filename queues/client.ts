@@ -5,7 +5,12 @@ import { randomUUID } from 'node:crypto';
 import { context, propagation } from '@opentelemetry/api';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { formatInstanceId, newUid, parseInstanceId } from '../src/provider/core/ids.js';
+import {
+  formatInstanceId,
+  isValidName,
+  newUid,
+  parseInstanceId,
+} from '../src/provider/core/ids.js';
 import type { CreateRequest } from '../src/provider/core/request.js';
 import type { Kvm2Config } from '../src/provider/config/schema.js';
 import { commitGeneration, requestDigest, reserveCreate } from './generations.js';
@@ -16,7 +21,13 @@ import { DEFAULT_PREFIX, GC_QUEUE, hostQueueName } from './names.js';
 import { placeInZone, type ZoneConfig } from './placement.js';
 import { asRedisError, connectProducer, createProducerConnection } from './redis.js';
 import { Kvm2Error } from '../src/errors/error.js';
-import { validateJob, type JobData, type JobInput, type TraceContext } from './registry.js';
+import {
+  createRequestOf,
+  validateJob,
+  type JobData,
+  type JobInput,
+  type TraceContext,
+} from './registry.js';
 import {
   lastResultId,
   waitForResult,
@@ -121,8 +132,7 @@ export class Kvm2Client {
     let data = validateJob('create', draft);
     // The digest is of the request as asked (zone, not the host placement picks), so a
     // repeat of a zone request is recognised wherever placement would put it now.
-    const { generation: _g, traceContext: _t, wait: _w, ...request } = data;
-    const digest = requestDigest(request);
+    const digest = requestDigest(createRequestOf(data));
     if (data.host === undefined) data = await this.#place(data);
     let id = formatInstanceId(data.host ?? '', data.name);
 
@@ -257,8 +267,7 @@ export class Kvm2Client {
         everyMs: placement.health.every,
         now: Date.now(),
       });
-      const { zone: _z, ...placed } = data;
-      return validateJob('create', { ...placed, host });
+      return withHost(data, host);
     }
     if (this.#resolveZone === undefined) {
       throw new Kvm2Error(
@@ -266,9 +275,7 @@ export class Kvm2Client {
         'request.zone: this client has no zone placement (resolveZone); name a host instead',
       );
     }
-    const host = await this.#resolveZone(zone);
-    const { zone: _zone, ...rest } = data;
-    return validateJob('create', { ...rest, host });
+    return withHost(data, await this.#resolveZone(zone));
   }
 
   #checkOpen(): void {
@@ -300,4 +307,20 @@ export class Kvm2Client {
     }
     this.#resultsFrom.set(jobId, resultsFrom);
   }
+}
+
+/**
+ * A zone request placed on `host`: the host named instead of the zone. The rest was validated
+ * with the request; only the host, which placement or the application's resolveZone chose,
+ * is checked.
+ */
+function withHost(data: JobData<'create'>, host: string): JobData<'create'> {
+  if (!isValidName(host)) {
+    throw new Kvm2Error(
+      'ERR_INVALID_JOB',
+      'job.create.host: the zone placement chose no valid host name from the configuration',
+    );
+  }
+  const { zone: _zone, ...placed } = data;
+  return { ...placed, host };
 }

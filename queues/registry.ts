@@ -5,7 +5,11 @@
 import { z } from 'zod';
 import { Kvm2Error } from '../src/errors/error.js';
 import { NAME_PATTERN, parseInstanceId } from '../src/provider/core/ids.js';
-import { createRequestSchema } from '../src/provider/core/request.js';
+import {
+  createRequestSchema,
+  markValidated,
+  type ValidCreateRequest,
+} from '../src/provider/core/request.js';
 
 /** W3C Trace Context (https://www.w3.org/TR/trace-context/), as propagation.inject writes it. */
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
@@ -93,6 +97,28 @@ export function validateJob(name: string, data: unknown): JobData<JobName> {
     return `${at}: ${issue.message}`;
   });
   throw new Kvm2Error('ERR_INVALID_JOB', issues.join('; '));
+}
+
+/**
+ * A create's progress as its job records it (BullMQ's job progress), read by `kvm2 create
+ * --wait` and by the worker's address wait.
+ */
+export const CREATE_PHASES = ['queued', 'download', 'volumes', 'boot', 'address'] as const;
+export type CreatePhase = (typeof CREATE_PHASES)[number];
+
+export interface CreateProgress {
+  readonly phase: CreatePhase;
+  /** The address wait's deadline (ms since the epoch), once the domain runs. */
+  readonly deadline?: number;
+  /** While this create fills the image cache: bytes streamed so far, and of how many. */
+  readonly bytes?: number;
+  readonly totalBytes?: number;
+}
+
+/** The create request inside a validated create job's data, as the provider takes it. */
+export function createRequestOf(data: JobData<'create'>): ValidCreateRequest {
+  const { generation: _g, traceContext: _t, wait: _w, ...request } = data;
+  return markValidated(request);
 }
 
 export const REDACTED = '[redacted]';

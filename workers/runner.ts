@@ -6,15 +6,17 @@
 //   any other kind         → UnrecoverableError: failed at once
 //   delete's not_found     → succeeded (the instance is gone, which is what was asked)
 //   delay                  → moveToDelayed + DelayedError: no attempt spent, no slot held
-import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Span } from '@opentelemetry/api';
-import { DelayedError, UnrecoverableError, type Job, type Processor } from 'bullmq';
+import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { DelayedError, UnrecoverableError, type Processor } from 'bullmq';
+import type { Logger } from 'pino';
 import { hostOfQueue } from '../queues/names.js';
 import { currentTraceContext } from '../queues/client.js';
 import { Kvm2Error } from '../src/errors/error.js';
 import { validateJob, type JobName } from '../queues/registry.js';
 import { appendResult, appendResultReleasing, type JobResult } from '../queues/results.js';
 import { classifyError } from '../src/errors/classify.js';
-import type { JobEnv } from './run/services.js';
+import { jobRun, type RunContext } from './run/job-run.js';
+import type { WorkerServices } from './run/services.js';
 import { KeyBusyError } from './locks/job-locks.js';
 import type { Lease } from './locks/redis-locks.js';
 import { processCreate, processDelete, processGet } from './processors/host.js';
@@ -54,7 +56,7 @@ interface RunTimes {
  * The processor takes no third parameter on purpose: BullMQ then makes no AbortController of
  * its own per job; the run's comes from env.runs, which shutdown cancels (workers/run/cancellation.ts).
  */
-export function makeProcessor(env: JobEnv, queue: string): Processor<unknown, JobReturn> {
+export function makeProcessor(env: WorkerServices, queue: string): Processor<unknown, JobReturn> {
   return (job, token) => {
     const startedAt = Date.now();
     // A delayed run leaves the queue's active set (freeing its global slot) at moveToDelayed,
@@ -75,13 +77,27 @@ export function makeProcessor(env: JobEnv, queue: string): Processor<unknown, Jo
       env.runs.end(controller);
       env.metrics.active(queue, -1);
     };
+    let logger: Logger | undefined;
     let running: Promise<JobReturn>;
     try {
+      const runLogger = (logger = env.logger.child({ queue, job: job.id, op, instance }));
       running = env.tracer.startActiveSpan(
         `kvm2.job.${op}`,
         { kind: SpanKind.CONSUMER, attributes },
         producerContext(job.data),
-        (span) => runJob(env, queue, job, token, controller, span, run).finally(() => span.end()),
+        (span) => {
+          const context: RunContext = {
+            services: env,
+            job,
+            queue,
+            attempt: job.attemptsMade + 1,
+            controller,
+            signal: controller.signal,
+            span,
+            logger: runLogger,
+          };
+          return runJob(context, token, run).finally(() => span.end());
+        },
       );
     } catch (err) {
       ended(); // a propagator or tracer that throws: the run is not left counted as active
@@ -93,23 +109,18 @@ export function makeProcessor(env: JobEnv, queue: string): Processor<unknown, Jo
       // concurrency tests read back from every process's log. Built only when it is written.
       if (!env.logger.isLevelEnabled('debug')) return;
       const endedAt = run.endedAt ?? Date.now();
-      env.logger.debug({ queue, job: job.id, op, instance, startedAt, endedAt }, 'job run');
+      logger?.debug({ startedAt, endedAt }, 'job run');
     });
   };
 }
 
 async function runJob(
-  env: JobEnv,
-  queue: string,
-  job: Job,
+  context: RunContext,
   token: string | undefined,
-  controller: AbortController,
-  span: Span,
-  run: RunTimes,
+  times: RunTimes,
 ): Promise<JobReturn> {
-  const signal = controller.signal;
+  const { services: env, job, queue, attempt, span } = context;
   const started = performance.now();
-  const attempt = job.attemptsMade + 1;
   const report = async (
     outcome: JobResult['outcome'],
     fields: ResultFields,
@@ -134,40 +145,36 @@ async function runJob(
 
   let step: Step;
   try {
-    step = await dispatch(env, queue, job, controller);
+    step = await dispatch(context);
   } catch (err) {
-    step = await onError(env, job, err, signal, report, span);
+    step = await onError(context, err, report);
   }
   if (step.type === 'delay') {
     env.metrics.delayed(queue, step.reason);
-    run.endedAt = Date.now();
+    times.endedAt = Date.now();
     await job.moveToDelayed(Date.now() + step.ms, token);
     throw new DelayedError();
   }
   return report(step.outcome, step.fields, step.lease);
 }
 
-async function dispatch(
-  env: JobEnv,
-  queue: string,
-  job: Job,
-  controller: AbortController,
-): Promise<Step> {
+/** Validates the data once, as the job's name says, and hands the run to its processor. */
+async function dispatch(context: RunContext): Promise<Step> {
+  const { job, queue } = context;
   const host = hostOfQueue(queue);
   const name = job.name;
-  const signal = controller.signal;
   if (host !== undefined) {
     if (name === 'create') {
-      return processCreate(env, job, validateJob('create', job.data), host, controller);
+      return processCreate(jobRun(context, name, validateJob(name, job.data)), host);
     }
     if (name === 'delete') {
-      return processDelete(env, validateJob('delete', job.data), host, controller);
+      return processDelete(jobRun(context, name, validateJob(name, job.data)), host);
     }
-    if (name === 'get') return processGet(env, validateJob('get', job.data), host, signal);
+    if (name === 'get') return processGet(jobRun(context, name, validateJob(name, job.data)), host);
   } else if (name === 'gc') {
-    return processGc(env, validateJob('gc', job.data), signal);
+    return processGc(jobRun(context, name, validateJob(name, job.data)));
   } else if (name === 'health') {
-    return processHealth(env, validateJob('health', job.data), signal);
+    return processHealth(jobRun(context, name, validateJob(name, job.data)));
   }
   // validateJob names the unknown job; a known job on the wrong queue is refused here.
   validateJob(name, job.data);
@@ -179,13 +186,11 @@ async function dispatch(
  * missing instance), or a result and a rethrow that BullMQ understands.
  */
 async function onError(
-  env: JobEnv,
-  job: Job,
+  context: RunContext,
   err: unknown,
-  signal: AbortSignal,
   report: (outcome: JobResult['outcome'], fields: ResultFields) => Promise<JobReturn>,
-  span: Span,
 ): Promise<Step> {
+  const { services: env, job, signal, span, attempt } = context;
   if (err instanceof KeyBusyError) return busyDelay();
   if (signal.aborted && env.releasing()) return delay(0, 'shutdown');
   if (err instanceof UnrecoverableError) {
@@ -201,16 +206,13 @@ async function onError(
     return { type: 'result', outcome: 'succeeded', fields: { state: 'deleted', message } };
   }
   const attempts = job.opts.attempts ?? 1;
-  const final = kind !== 'transient' || job.attemptsMade + 1 >= attempts;
+  const final = kind !== 'transient' || attempt >= attempts;
   await report(final ? 'failed' : 'retrying', {
     errorKind: kind,
     ...(code === undefined ? {} : { errorCode: code }),
     message,
   });
-  env.logger.warn(
-    { job: job.id, op: job.name, kind, code, attempt: job.attemptsMade + 1, attempts, final },
-    message,
-  );
+  context.logger.warn({ kind, code, attempt, attempts, final }, message);
   if (kind !== 'transient') throw new UnrecoverableError(message);
   throw err instanceof Error ? err : new Error(message);
 }

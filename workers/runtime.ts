@@ -14,7 +14,7 @@ import type { JobName } from '../queues/registry.js';
 import { appendResult } from '../queues/results.js';
 import type { Kvm2Config } from '../src/provider/config/schema.js';
 import { Provider } from '../src/provider/provider.js';
-import type { JobEnv } from './run/services.js';
+import type { WorkerServices } from './run/services.js';
 import { RedisLocks } from './locks/redis-locks.js';
 import { JobRuns } from './run/cancellation.js';
 import { WorkerMetrics } from './run/metrics.js';
@@ -96,7 +96,7 @@ export async function startWorker(
   let releasing = false;
   const runs = new JobRuns();
   const metrics = new WorkerMetrics();
-  const env: JobEnv = {
+  const env: WorkerServices = {
     config,
     prefix,
     provider,

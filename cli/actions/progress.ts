@@ -5,21 +5,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue } from 'bullmq';
 import { hostQueueName } from '../../queues/names.js';
+import { CREATE_PHASES, type CreatePhase, type CreateProgress } from '../../queues/registry.js';
 import { connectProducer, createProducerConnection } from '../../queues/redis.js';
-import { formatBytes, oneLine } from '../terminal/format.js';
+import { formatBytes } from '../terminal/format.js';
 import type { CliIo } from '../terminal/io.js';
 
-/**
- * What the worker reports (workers/processors/host.ts); phases: queued, download, volumes,
- * boot, address. The address wait carries its deadline; a download may carry byte counts.
- */
-export interface CreateProgress {
-  readonly phase: string;
-  readonly bytes?: number;
-  readonly totalBytes?: number;
-  /** Milliseconds since the epoch: when the address wait gives up. */
-  readonly deadline?: number;
-}
+const PHASES: ReadonlySet<string> = new Set(CREATE_PHASES);
 
 const POLL_MS = 500;
 const BAR_WIDTH = 20;
@@ -30,13 +21,16 @@ function isCount(value: unknown): value is number {
   return typeof value === 'number' && Number.isFinite(value) && value >= 0;
 }
 
-/** The job's progress when it has the worker's shape; undefined otherwise (not set yet). */
+/**
+ * The job's progress (queues/registry.ts, CreateProgress) when it has the worker's shape;
+ * undefined otherwise (not set yet). Read from Redis, so checked field by field.
+ */
 export function parseProgress(value: unknown): CreateProgress | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
   const { phase, bytes, totalBytes, deadline } = value as Record<string, unknown>;
-  if (typeof phase !== 'string' || phase === '') return undefined;
+  if (typeof phase !== 'string' || !PHASES.has(phase)) return undefined;
   return {
-    phase: oneLine(phase).slice(0, 16),
+    phase: phase as CreatePhase,
     ...(isCount(bytes) ? { bytes } : {}),
     ...(isCount(totalBytes) ? { totalBytes } : {}),
     ...(isCount(deadline) ? { deadline } : {}),

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Kvm2Client } from '../../queues/client.js';
 import { hostQueueName } from '../../queues/names.js';
 import type { Instance } from '../../src/provider/core/instance.js';
-import type { JobEnv } from '../../workers/run/services.js';
+import type { JobRun } from '../../workers/run/job-run.js';
+import type { WorkerServices } from '../../workers/run/services.js';
 import { RedisLocks } from '../../workers/locks/redis-locks.js';
 import { processGc } from '../../workers/processors/fleet.js';
 import { redisScope, type RedisScope } from '../harness/redis.js';
@@ -55,13 +56,17 @@ it('a create made while the GC lists the hosts wins: its instance is left alone 
     locks: new RedisLocks({ client: scope.redis, prefix: scope.prefix }),
     logger: pino({ level: 'silent' }),
     queueFor: () => queue,
-  } as unknown as JobEnv;
+  } as unknown as WorkerServices;
 
-  const step = await processGc(
-    env,
-    { tag: 'ci', keep: [], graceMs: 0 },
-    new AbortController().signal,
-  );
+  const controller = new AbortController();
+  const step = await processGc({
+    services: env,
+    name: 'gc',
+    data: { tag: 'ci', keep: [], graceMs: 0 },
+    controller,
+    signal: controller.signal,
+    logger: env.logger,
+  } as unknown as JobRun<'gc'>);
   expect(step).toMatchObject({ type: 'result', outcome: 'succeeded' });
   const message = step.type === 'result' ? (step.fields.message ?? '') : '';
   expect(message).toContain('deleting 1');

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { Kvm2Error } from '../../src/errors/error.js';
+import { parseCreateRequest } from '../../src/provider/core/request.js';
 import {
+  createRequestOf,
   JOB_NAMES,
   REDACTED,
   redactJobData,
@@ -134,5 +136,26 @@ describe('queue names', () => {
       'health',
     ]);
     expect(() => hostQueueName('a:b')).toThrow(TypeError);
+  });
+});
+
+describe('a create request, parsed once per process', () => {
+  it("is the job's data without the job's fields, frozen, and taken by the provider as it is", () => {
+    const request = createRequestOf(validateJob('create', good.create));
+    expect(request).not.toHaveProperty('generation');
+    expect(request).not.toHaveProperty('traceContext');
+    expect(request).not.toHaveProperty('wait');
+    expect(request).toMatchObject({ host: 'h1', name: 'web-1', tag: '', image: 'debian-12' });
+    expect(Object.isFrozen(request)).toBe(true);
+    // The provider's parse returns the validated object itself: no second zod pass.
+    expect(parseCreateRequest(request)).toBe(request);
+  });
+
+  it('parses anything else, as a copy, and refuses what is invalid', () => {
+    const raw = { host: 'h1', name: 'web-1', uid: UID, image: 'debian-12' };
+    const parsed = parseCreateRequest(raw);
+    expect(parsed).not.toBe(raw);
+    expect(parsed.tag).toBe('');
+    expect(() => parseCreateRequest({ ...raw, name: 'Not A Name' })).toThrow(/request\.name/);
   });
 });

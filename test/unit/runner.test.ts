@@ -2,8 +2,9 @@
 // left counted as active, nor kept among the runs shutdown would cancel.
 import type { Tracer } from '@opentelemetry/api';
 import type { Job } from 'bullmq';
+import { pino } from 'pino';
 import { expect, it } from 'vitest';
-import type { JobEnv } from '../../workers/run/services.js';
+import type { WorkerServices } from '../../workers/run/services.js';
 import { WorkerMetrics } from '../../workers/run/metrics.js';
 import { makeProcessor, type JobReturn } from '../../workers/runner.js';
 import { JobRuns } from '../../workers/run/cancellation.js';
@@ -17,7 +18,8 @@ it('a processor whose span cannot start throws, and leaves no active run behind'
     },
   } as unknown as Tracer;
   // Only what a run touches before its span starts.
-  const env = { runs, metrics, tracer } as unknown as JobEnv;
+  const logger = pino({ level: 'silent' });
+  const env = { runs, metrics, tracer, logger } as unknown as WorkerServices;
   const job = { name: 'delete', id: '7', attemptsMade: 0, data: { id: 'h1/x' } } as Job<
     unknown,
     JobReturn

@@ -2,10 +2,9 @@
 import { deleteData, enqueueDelete } from '../../queues/enqueue.js';
 import { requestCount } from '../../queues/generations.js';
 import { writeHealth } from '../../queues/health.js';
-import type { JobData } from '../../queues/registry.js';
 import { currentTraceContext } from '../../queues/client.js';
 import { checkHost } from '../../src/provider/operations/check.js';
-import type { JobEnv } from '../run/services.js';
+import type { JobRun } from '../run/job-run.js';
 import { JobLocks } from '../locks/job-locks.js';
 import { succeeded, type Step } from '../run/outcome.js';
 
@@ -19,11 +18,8 @@ import { succeeded, type Step } from '../run/outcome.js';
  * instance while the GC listed it must win), and a create enqueued after the GC's delete wins
  * over it.
  */
-export async function processGc(
-  env: JobEnv,
-  data: JobData<'gc'>,
-  signal: AbortSignal,
-): Promise<Step> {
+export async function processGc(run: JobRun<'gc'>): Promise<Step> {
+  const { services: env, data, signal } = run;
   const now = Date.now();
   // Before the listing: a request for a victim made from here on (a create that replaces it
   // while the hosts are listed) must win, so its delete goes out only if none was.
@@ -57,7 +53,7 @@ export async function processGc(
     });
     (queued === undefined ? overtaken : deleting).push(instance.id);
   }
-  env.logger.info(
+  run.logger.info(
     {
       tag: data.tag,
       deleting,
@@ -84,11 +80,8 @@ function isOlder(createdAt: string, now: number, graceMs: number): boolean {
 }
 
 /** One host's health round: the report goes to the health hash and the results stream. */
-export async function processHealth(
-  env: JobEnv,
-  data: JobData<'health'>,
-  signal: AbortSignal,
-): Promise<Step> {
+export async function processHealth(run: JobRun<'health'>): Promise<Step> {
+  const { services: env, data, signal } = run;
   const report = await checkHost(env.provider.ctx, data.host, { signal });
   await writeHealth(env.redis, env.prefix, report);
   return succeeded({

@@ -2,27 +2,17 @@
 // delete begins in one Redis round trip (workers/run/admission.ts): commit its generation, end as
 // `superseded` without touching the host when a newer request exists, else take the instance
 // lock without waiting (busy → delayed). Then the provider runs with the job's lease.
-import type { Job } from 'bullmq';
 import { createGeneration } from '../../queues/generations.js';
 import { Kvm2Error } from '../../src/errors/error.js';
-import { type JobData } from '../../queues/registry.js';
+import { createRequestOf, type CreateProgress, type JobData } from '../../queues/registry.js';
 import { formatInstanceId, parseInstanceId } from '../../src/provider/core/ids.js';
 import type { Instance } from '../../src/provider/core/instance.js';
 import type { Provider } from '../../src/provider/provider.js';
-import type { JobEnv } from '../run/services.js';
+import type { JobRun } from '../run/job-run.js';
+import type { WorkerServices } from '../run/services.js';
 import { beginInstanceJob } from '../run/admission.js';
 import { JobLocks } from '../locks/job-locks.js';
 import { busyDelay, delay, succeeded, superseded, type Step } from '../run/outcome.js';
-
-/** The create's progress as the job records it: read by `kvm2 create --wait`. */
-export interface CreateProgress {
-  readonly phase: 'queued' | 'download' | 'volumes' | 'boot' | 'address';
-  /** The address wait's deadline (ms since the epoch), once the domain runs. */
-  readonly deadline?: number;
-  /** While this create fills the image cache: bytes streamed so far, and of how many. */
-  readonly bytes?: number;
-  readonly totalBytes?: number;
-}
 
 function addressDeadline(progress: unknown): number | undefined {
   if (typeof progress !== 'object' || progress === null) return undefined;
@@ -47,19 +37,18 @@ function checkQueueHost(queueHost: string, host: string | undefined, op: string)
  * the lease is lost or the job is cancelled.
  */
 async function underInstanceLock(
-  env: JobEnv,
+  run: JobRun<'create' | 'delete'>,
   base: { readonly instanceId: string; readonly generation: number },
   uid: string | undefined,
-  run: AbortController,
   fn: (provider: Provider, signal: AbortSignal) => Promise<Step>,
 ): Promise<Step> {
-  const signal = run.signal;
+  const { services: env, signal } = run;
   signal.throwIfAborted();
   const begun = await beginInstanceJob(
     env.redis,
     env.locks,
     { prefix: env.prefix, instanceId: base.instanceId, generation: base.generation, uid },
-    run,
+    run.controller,
   );
   if (begun.state === 'superseded') return superseded(base, begun.latest);
   if (begun.state === 'busy') return busyDelay();
@@ -80,21 +69,16 @@ async function underInstanceLock(
   return step;
 }
 
-export async function processCreate(
-  env: JobEnv,
-  job: Job,
-  data: JobData<'create'>,
-  queueHost: string,
-  run: AbortController,
-): Promise<Step> {
+export async function processCreate(run: JobRun<'create'>, queueHost: string): Promise<Step> {
+  const { services: env, job, data } = run;
   const host = checkQueueHost(queueHost, data.host, 'create');
   const id = formatInstanceId(host, data.name);
   const base = { instanceId: id, generation: data.generation };
   const deadline = addressDeadline(job.progress);
-  return underInstanceLock(env, base, data.uid, run, async (provider, locked) => {
+  return underInstanceLock(run, base, data.uid, async (provider, locked) => {
     if (deadline !== undefined) return checkAddress(env, provider, data, id, deadline, locked);
 
-    const { generation: _g, traceContext: _t, wait, ...request } = data;
+    const request = createRequestOf(data);
     const progress = (value: CreateProgress): void => {
       job.updateProgress(value).catch(() => undefined);
     };
@@ -114,10 +98,12 @@ export async function processCreate(
     try {
       instance = await provider.create(request, options);
     } catch (err) {
-      if (!(await replacedOlderCreate(env, provider, data, id, err, locked))) throw err;
+      if (!(await replacedOlderCreate(run, provider, id, err, locked))) throw err;
       instance = await provider.create(request, options);
     }
-    if (instance.address !== undefined || wait === false) return reportInstance(base, instance);
+    if (instance.address !== undefined || data.wait === false) {
+      return reportInstance(base, instance);
+    }
     // The domain runs: wait for its address by delayed re-queues, holding no slot meanwhile.
     const until = Date.now() + env.config.defaults.addressTimeout;
     await job.updateProgress({ phase: 'address', deadline: until } satisfies CreateProgress);
@@ -134,20 +120,20 @@ export async function processCreate(
  * or made by a newer request is never touched: false, and the refusal stands.
  */
 async function replacedOlderCreate(
-  env: JobEnv,
+  run: JobRun<'create'>,
   provider: Provider,
-  data: JobData<'create'>,
   id: string,
   err: unknown,
   signal: AbortSignal,
 ): Promise<boolean> {
+  const { services: env, data } = run;
   if ((err as { code?: unknown } | null)?.code !== 'ERR_UID_CONFLICT') return false;
   const existing = await provider.get(id, { signal });
   if (existing.uid === data.uid) return false;
   const older = await createGeneration(env.redis, env.prefix, existing.uid, id);
   if (older === undefined || older >= data.generation) return false;
-  env.logger.info(
-    { instance: id, uid: data.uid, replaces: existing.uid, generation: data.generation, older },
+  run.logger.info(
+    { uid: data.uid, replaces: existing.uid, generation: data.generation, older },
     'create replaces the instance of an older create request',
   );
   await provider.delete(id, { signal });
@@ -155,7 +141,7 @@ async function replacedOlderCreate(
 }
 
 async function checkAddress(
-  env: JobEnv,
+  env: WorkerServices,
   provider: Provider,
   data: JobData<'create'>,
   id: string,
@@ -192,27 +178,19 @@ function reportInstance(
   });
 }
 
-export async function processDelete(
-  env: JobEnv,
-  data: JobData<'delete'>,
-  queueHost: string,
-  run: AbortController,
-): Promise<Step> {
+export async function processDelete(run: JobRun<'delete'>, queueHost: string): Promise<Step> {
+  const { data } = run;
   checkQueueHost(queueHost, parseInstanceId(data.id).host, 'delete');
   const id = data.id;
   const base = { instanceId: id, generation: data.generation };
-  return underInstanceLock(env, base, undefined, run, async (provider, locked) => {
+  return underInstanceLock(run, base, undefined, async (provider, locked) => {
     await provider.delete(id, { signal: locked });
     return succeeded({ ...base, state: 'deleted' });
   });
 }
 
-export async function processGet(
-  env: JobEnv,
-  data: JobData<'get'>,
-  queueHost: string,
-  signal: AbortSignal,
-): Promise<Step> {
+export async function processGet(run: JobRun<'get'>, queueHost: string): Promise<Step> {
+  const { services: env, data, signal } = run;
   checkQueueHost(queueHost, parseInstanceId(data.id).host, 'get');
   const instance = await env.provider.get(data.id, { signal });
   return reportInstance({ instanceId: data.id }, instance);

@@ -1,4 +1,5 @@
-// What every job processor is given: built once per worker process (workers/runtime.ts).
+// The services of a worker process, built once (workers/runtime.ts) and shared by every job run
+// (job-run.ts): the provider, Redis, the locks, telemetry, metrics, the runs in progress.
 import type { Tracer } from '@opentelemetry/api';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -9,7 +10,7 @@ import type { RedisLocks } from '../locks/redis-locks.js';
 import type { WorkerMetrics } from './metrics.js';
 import type { JobRuns } from './cancellation.js';
 
-export interface JobEnv {
+export interface WorkerServices {
   readonly config: Kvm2Config;
   readonly prefix: string;
   readonly provider: Provider;

@@ -41,7 +41,23 @@ export const createRequestSchema = z
 export type CreateRequest = z.input<typeof createRequestSchema>;
 export type ValidCreateRequest = z.output<typeof createRequestSchema>;
 
+// Requests this process has validated already (frozen, so they cannot change after): the worker
+// validates a create job's data once, and the provider then takes its request as it is.
+const validated = new WeakSet<object>();
+
+/**
+ * Marks a request a schema extending createRequestSchema has validated (the job registry's),
+ * so the provider does not parse it again. Freezes it.
+ */
+export function markValidated(request: ValidCreateRequest): ValidCreateRequest {
+  validated.add(Object.freeze(request));
+  return request;
+}
+
 export function parseCreateRequest(input: unknown): ValidCreateRequest {
+  if (typeof input === 'object' && input !== null && validated.has(input)) {
+    return input as ValidCreateRequest;
+  }
   const result = createRequestSchema.safeParse(input);
   if (result.success) return result.data;
   const issues = result.error.issues.map((i) => {
