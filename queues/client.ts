@@ -28,12 +28,8 @@ import {
   type JobInput,
   type TraceContext,
 } from './registry.js';
-import {
-  lastResultId,
-  waitForResult,
-  type ResultEntry,
-  type WaitForResultOptions,
-} from './results.js';
+import { lastResultId, waitForResult, type WaitForResultOptions } from './result-readers.js';
+import type { ResultEntry } from './results.js';
 
 export { DEFAULT_JOB_OPTIONS } from './job-options.js';
 

@@ -1,7 +1,7 @@
 // kvm2 gc: enqueue a GC round for a tag (SPEC §8): delete the tag's instances that are not
 // kept and older than the grace period, and orphaned kvm2 volumes.
 import { Kvm2Client } from '../../queues/client.js';
-import { parseDuration } from '../../src/provider/config/schema.js';
+import { parseDuration } from '../../src/provider/config/values.js';
 import type { ParsedArgs } from '../options/args.js';
 import { loadCliConfig } from '../options/config.js';
 import { DEFAULT_GRACE_MS } from '../options/defaults.js';

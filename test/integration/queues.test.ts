@@ -24,13 +24,8 @@ import {
 } from '../../queues/generations.js';
 import { generationKey, hostQueueName } from '../../queues/names.js';
 import { Kvm2Error } from '../../src/errors/error.js';
-import {
-  ackResults,
-  appendResult,
-  ensureResultsGroup,
-  readResults,
-  type JobResult,
-} from '../../queues/results.js';
+import { ackResults, ensureResultsGroup, readResults } from '../../queues/result-readers.js';
+import { appendResult, type JobResult } from '../../queues/results.js';
 import { redisScope, type RedisScope } from '../harness/redis.js';
 
 let scope: RedisScope;

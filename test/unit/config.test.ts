@@ -12,7 +12,8 @@ import {
   parseConfig,
   parseConfigText,
 } from '../../src/provider/config/load.js';
-import { EMBEDDED_DEFAULT, parseDuration, parseSize } from '../../src/provider/config/schema.js';
+import { EMBEDDED_DEFAULT } from '../../src/provider/config/schema.js';
+import { parseDuration, parseSize } from '../../src/provider/config/values.js';
 
 let dir: string;
 

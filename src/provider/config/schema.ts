@@ -3,6 +3,7 @@
 // Durations and sizes come out as numbers (milliseconds, bytes); nothing here dials.
 import { z } from 'zod';
 import { parseLibvirtUri } from '../../libvirt/transport/uri.js';
+import { duration, isLoopback, listen, size } from './values.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const LABEL_RULE =
@@ -17,88 +18,6 @@ const positiveInt = z.number().int('must be a whole number').positive('must be p
 const objectName = z
   .string()
   .regex(/^[^/\s]+$/, 'must be a name without slashes or whitespace, not empty');
-
-// setTimeout fires at once for delays above 2^31-1 ms (Node docs, timers), so no duration may.
-const MAX_TIMER_MS = 2 ** 31 - 1;
-const DURATION_UNITS: Readonly<Record<string, number>> = {
-  ms: 1,
-  s: 1e3,
-  m: 60e3,
-  h: 3600e3,
-  d: 86400e3,
-};
-const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)/;
-
-/** `30s`, `5m`, `1h30m`, `250ms`, or a number of milliseconds. */
-export function parseDuration(value: unknown): number | undefined {
-  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
-  if (typeof value !== 'string' || value === '') return undefined;
-  let rest = value.trim();
-  let total = 0;
-  while (rest !== '') {
-    const m = DURATION.exec(rest);
-    if (m === null) return undefined;
-    total += Number(m[1]) * (DURATION_UNITS[m[2] ?? ''] ?? NaN);
-    rest = rest.slice(m[0].length);
-  }
-  return total;
-}
-
-const duration = z.unknown().transform((value, ctx): number => {
-  const ms = parseDuration(value);
-  if (ms === undefined) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `expected a duration like '30s', '5m', '1h' or a number of milliseconds, got ${JSON.stringify(value)}`,
-    });
-    return z.NEVER;
-  }
-  const rounded = Math.round(ms);
-  if (rounded <= 0 || rounded > MAX_TIMER_MS) {
-    ctx.addIssue({ code: 'custom', message: 'must be positive and at most 24 days (2^31-1 ms)' });
-    return z.NEVER;
-  }
-  return rounded;
-});
-
-const SIZE_UNITS: Readonly<Record<string, number>> = {
-  B: 1,
-  KiB: 2 ** 10,
-  MiB: 2 ** 20,
-  GiB: 2 ** 30,
-  TiB: 2 ** 40,
-  kB: 1e3,
-  KB: 1e3,
-  MB: 1e6,
-  GB: 1e9,
-  TB: 1e12,
-};
-
-/** `10GiB`, `500MB`, or a number of bytes. */
-export function parseSize(value: unknown): number | undefined {
-  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
-  if (typeof value !== 'string') return undefined;
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]+)?\s*$/.exec(value);
-  if (m === null) return undefined;
-  const unit = SIZE_UNITS[m[2] ?? 'B'];
-  return unit === undefined ? undefined : Number(m[1]) * unit;
-}
-
-const size = z.unknown().transform((value, ctx): number => {
-  const bytes = parseSize(value);
-  if (bytes === undefined) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `expected a size like '10GiB', '500MB' or a number of bytes, got ${JSON.stringify(value)}`,
-    });
-    return z.NEVER;
-  }
-  if (bytes <= 0) {
-    ctx.addIssue({ code: 'custom', message: 'must be positive' });
-    return z.NEVER;
-  }
-  return Math.round(bytes);
-});
 
 const libvirtUri = z.string().superRefine((uri, ctx) => {
   try {
@@ -248,41 +167,6 @@ const health = z
       });
     }
   });
-
-export interface ListenAddress {
-  readonly host: string;
-  readonly port: number;
-}
-
-/** `host:port`, `[v6]:port`; undefined when it is neither. */
-export function parseListen(value: string): ListenAddress | undefined {
-  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^\s:[\]]+)):(\d{1,5})$/.exec(value);
-  const port = Number(m?.[3]);
-  const hostPart = m?.[1] ?? m?.[2];
-  if (hostPart === undefined || !(port >= 0 && port <= 65535)) return undefined;
-  return { host: hostPart, port };
-}
-
-export function isLoopback(hostname: string): boolean {
-  return (
-    hostname === 'localhost' ||
-    hostname === '::1' ||
-    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname) ||
-    /^::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/i.test(hostname)
-  );
-}
-
-const listen = z.string().transform((value, ctx): ListenAddress => {
-  const address = parseListen(value);
-  if (address === undefined) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `expected host:port (e.g. 127.0.0.1:3000, [::1]:3000, 0.0.0.0:3000), got ${JSON.stringify(value)}`,
-    });
-    return z.NEVER;
-  }
-  return address;
-});
 
 const board = z
   .strictObject({

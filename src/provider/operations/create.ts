@@ -8,9 +8,7 @@ import type { LibvirtConnection } from '../../libvirt/connection.js';
 import { VirErr } from '../../libvirt/error-codes.js';
 import { LibvirtError } from '../../libvirt/errors.js';
 import {
-  DomainCreateWithFlags,
   DomainDefineXMLFlags,
-  DomainGetState,
   DomainLookupByName,
   StoragePoolGetInfo,
   StoragePoolLookupByName,
@@ -42,16 +40,13 @@ import {
 } from '../core/instance.js';
 import { parseCreateRequest, type ValidCreateRequest } from '../core/request.js';
 import { buildSeed } from '../seed/seed.js';
-import { DomainState } from '../core/state.js';
 import { buildDomainXml } from '../xml/domain.js';
 import { buildVolumeXml, parseVolumeBacking } from '../xml/volume.js';
 import { inSpan } from '../core/telemetry.js';
 import { removeLocked } from './delete.js';
+import { startAndWait } from './start-domain.js';
 
 const DEFINE_VALIDATE = 1; // VIR_DOMAIN_DEFINE_VALIDATE: libvirt checks the XML schema
-const START_WAIT_MS = 15_000;
-const START_POLL_MS = 200;
-const PAUSED_STARTING_UP = 11; // VIR_DOMAIN_PAUSED_STARTING_UP: qemu is still coming up
 
 interface Io {
   readonly signal: AbortSignal;
@@ -293,69 +288,4 @@ async function uploadSeed(
   if (old !== undefined) await deleteVolume(conn, old, io.signal);
   const vol = await writeSmallVolume(conn, pool, volName, seed, io.signal);
   return (await conn.call(StorageVolGetPath, { vol }, io)).name;
-}
-
-/** Step 7: start unless running, then wait (bounded) until libvirt says running. */
-async function startAndWait(
-  conn: LibvirtConnection,
-  host: string,
-  dom: NonnullDomain,
-  io: Io,
-): Promise<void> {
-  const before = await conn.call(DomainGetState, { dom, flags: 0 }, io);
-  if (before.state === DomainState.RUNNING) return;
-  const startingUp = before.state === DomainState.PAUSED && before.reason === PAUSED_STARTING_UP;
-  if (
-    (before.state === DomainState.PAUSED && !startingUp) ||
-    before.state === DomainState.PMSUSPENDED
-  ) {
-    throw new Kvm2Error(
-      'ERR_DOMAIN_NOT_RUNNING',
-      `domain '${dom.name}' on host '${host}' is ${stateName(before.state)} (reason ${before.reason}): an administrator's doing, kvm2 will not resume it`,
-    );
-  }
-  if (!startingUp) {
-    try {
-      await conn.call(DomainCreateWithFlags, { dom, flags: 0 }, io);
-    } catch (err) {
-      // "already active": another worker adopting started it; the wait below decides. Any
-      // other refusal (an inactive network, say) is libvirt's own answer: pass it on.
-      if (!(err instanceof LibvirtError && err.libvirtCode === VirErr.OPERATION_INVALID)) throw err;
-      const now = await conn.call(DomainGetState, { dom, flags: 0 }, io);
-      const coming = now.state === DomainState.PAUSED && now.reason === PAUSED_STARTING_UP;
-      if (now.state !== DomainState.RUNNING && !coming) throw err;
-    }
-  }
-  const deadline = Date.now() + START_WAIT_MS;
-  for (;;) {
-    const { state, reason } = await conn.call(DomainGetState, { dom, flags: 0 }, io);
-    if (state === DomainState.RUNNING) return;
-    const starting = state === DomainState.PAUSED && reason === PAUSED_STARTING_UP;
-    if (!starting || Date.now() >= deadline) {
-      throw new Kvm2Error(
-        'ERR_DOMAIN_DIED',
-        `domain '${dom.name}' on host '${host}' is ${stateName(state)} (reason ${reason}) right after start`,
-      );
-    }
-    await sleep(START_POLL_MS, io.signal);
-  }
-}
-
-function stateName(state: number): string {
-  const entry = Object.entries(DomainState).find(([, v]) => v === state);
-  return (entry?.[0] ?? `state ${state}`).toLowerCase();
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(t);
-      reject(signal.reason as Error);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
