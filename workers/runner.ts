@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import { hostOfQueue } from '../queues/names.js';
 import { currentTraceContext } from '../queues/client.js';
 import { Kvm2Error } from '../src/errors/error.js';
+import { formatInstanceId } from '../src/provider/core/ids.js';
 import { validateJob, type JobName } from '../queues/registry.js';
 import { appendResult, appendResultReleasing, type JobResult } from '../queues/results.js';
 import { classifyError } from '../src/errors/classify.js';
@@ -41,11 +42,16 @@ function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** The instance a job's (not yet validated) data names, for spans and logs; undefined if none. */
 export function instanceOf(data: unknown): string | undefined {
   const d = data as { id?: unknown; host?: unknown; name?: unknown } | null;
   if (typeof d?.id === 'string') return d.id;
-  if (typeof d?.host === 'string' && typeof d.name === 'string') return `${d.host}/${d.name}`;
-  return undefined;
+  if (typeof d?.host !== 'string' || typeof d.name !== 'string') return undefined;
+  try {
+    return formatInstanceId(d.host, d.name);
+  } catch {
+    return undefined; // not an instance id: the validation names the field
+  }
 }
 
 interface RunTimes {

@@ -226,9 +226,9 @@ export const KVM2_ROWS = [
   },
   {
     source: 'kvm2',
-    match: 'ERR_VOLUME_VANISHED',
+    match: 'ERR_HOST_OBJECT_VANISHED',
     kind: 'transient',
-    why: 'A volume disappeared while kvm2 used it (removed by someone else); the retry looks again.',
+    why: 'An object on the host (a volume, say) disappeared while kvm2 used it; the retry looks again.',
   },
   {
     source: 'kvm2',

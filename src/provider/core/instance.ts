@@ -145,29 +145,3 @@ export function toInstance(
     image: meta.image,
   };
 }
-
-/** True for libvirt's "no such domain": the only error that means not_found for a domain. */
-export function isNoDomain(err: unknown): boolean {
-  return err instanceof LibvirtError && err.libvirtCode === VirErr.NO_DOMAIN;
-}
-
-/**
- * At an operation's boundary: libvirt's "no such pool / volume / network" must not reach the
- * queue as not_found, which only a missing domain means (a delete would count it as success
- * and leak the rest). A missing pool or network is configuration: permanent; a volume that
- * vanished under us: transient, the retry looks again.
- */
-export function asOperationError(err: unknown): unknown {
-  if (!(err instanceof LibvirtError) || err.kind !== 'not_found' || isNoDomain(err)) return err;
-  const permanent =
-    err.libvirtCode === VirErr.NO_STORAGE_POOL || err.libvirtCode === VirErr.NO_NETWORK;
-  return new Kvm2Error(
-    permanent ? 'ERR_HOST_OBJECT_MISSING' : 'ERR_VOLUME_VANISHED',
-    `${err.procedure}: ${err.message}`,
-    { cause: err },
-  );
-}
-
-export function isNoVolume(err: unknown): boolean {
-  return err instanceof LibvirtError && err.libvirtCode === VirErr.NO_STORAGE_VOL;
-}

@@ -31,13 +31,8 @@ import {
   seedVolumeName,
   serialLogFile,
 } from '../core/ids.js';
-import {
-  asOperationError,
-  isNoDomain,
-  readInstance,
-  readMetadata,
-  type Instance,
-} from '../core/instance.js';
+import { readInstance, readMetadata, type Instance } from '../core/instance.js';
+import { asOperationError, isNoDomain } from '../core/not-found.js';
 import { parseCreateRequest, type ValidCreateRequest } from '../core/request.js';
 import { buildSeed } from '../seed/seed.js';
 import { buildDomainXml } from '../xml/domain.js';

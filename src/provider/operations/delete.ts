@@ -22,7 +22,8 @@ import {
   parseInstanceId,
   seedVolumeName,
 } from '../core/ids.js';
-import { asOperationError, isNoDomain, isNoVolume, requireOwned } from '../core/instance.js';
+import { requireOwned } from '../core/instance.js';
+import { asOperationError, isNoDomain, isNoVolume } from '../core/not-found.js';
 import { inSpan } from '../core/telemetry.js';
 
 const UNDEFINE_MANAGED_SAVE = 1;

@@ -5,7 +5,8 @@ import { DomainLookupByName } from '../../libvirt/protocol.gen.js';
 import { hostConfig, type ProviderContext } from '../core/host-context.js';
 import { Kvm2Error } from '../../errors/error.js';
 import { parseInstanceId } from '../core/ids.js';
-import { asOperationError, isNoDomain, readInstance, type Instance } from '../core/instance.js';
+import { readInstance, type Instance } from '../core/instance.js';
+import { asOperationError, isNoDomain } from '../core/not-found.js';
 import { inSpan } from '../core/telemetry.js';
 
 export async function get(

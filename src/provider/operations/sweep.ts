@@ -18,7 +18,7 @@ import { hostConfig, type ProviderContext } from '../core/host-context.js';
 import { Kvm2Error } from '../../errors/error.js';
 import { formatInstanceId, instanceLockName, instanceVolumeOwner } from '../core/ids.js';
 import { deleteVolume, lookupVolume } from '../image/volumes.js';
-import { asOperationError, isNoDomain } from '../core/instance.js';
+import { asOperationError, isNoDomain } from '../core/not-found.js';
 import { inSpan } from '../core/telemetry.js';
 import { XmlError, firstChild, readXml } from '../xml/types.js';
 
