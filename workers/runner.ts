@@ -8,7 +8,6 @@
 //   delay                  → moveToDelayed + DelayedError: no attempt spent, no slot held
 import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { DelayedError, UnrecoverableError, type Processor } from 'bullmq';
-import type { Logger } from 'pino';
 import { hostOfQueue } from '../queues/names.js';
 import { currentTraceContext } from '../queues/client.js';
 import { Kvm2Error } from '../src/errors/error.js';
@@ -77,16 +76,15 @@ export function makeProcessor(env: WorkerServices, queue: string): Processor<unk
       'kvm2.attempt': job.attemptsMade + 1,
       ...(instance === undefined ? {} : { 'kvm2.instance': instance }),
     };
+    const logger = env.logger.child({ queue, job: job.id, op, instance });
     const controller = env.runs.start();
     env.metrics.active(queue, 1);
     const ended = (): void => {
       env.runs.end(controller);
       env.metrics.active(queue, -1);
     };
-    let logger: Logger | undefined;
     let running: Promise<JobReturn>;
     try {
-      const runLogger = (logger = env.logger.child({ queue, job: job.id, op, instance }));
       running = env.tracer.startActiveSpan(
         `kvm2.job.${op}`,
         { kind: SpanKind.CONSUMER, attributes },
@@ -100,7 +98,7 @@ export function makeProcessor(env: WorkerServices, queue: string): Processor<unk
             controller,
             signal: controller.signal,
             span,
-            logger: runLogger,
+            logger,
           };
           return runJob(context, token, run).finally(() => span.end());
         },
@@ -115,7 +113,7 @@ export function makeProcessor(env: WorkerServices, queue: string): Processor<unk
       // concurrency tests read back from every process's log. Built only when it is written.
       if (!env.logger.isLevelEnabled('debug')) return;
       const endedAt = run.endedAt ?? Date.now();
-      logger?.debug({ startedAt, endedAt }, 'job run');
+      logger.debug({ startedAt, endedAt }, 'job run');
     });
   };
 }
