@@ -3,7 +3,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
-import { parseLibvirtUri } from '../../src/libvirt/transport/uri.js';
 import {
   ConfigError,
   configWarnings,
@@ -14,6 +13,7 @@ import {
 } from '../../src/provider/config/load.js';
 import { EMBEDDED_DEFAULT } from '../../src/provider/config/schema.js';
 import { parseDuration, parseSize } from '../../src/provider/config/values.js';
+import { local, withHost } from '../harness/config-input.js';
 
 let dir: string;
 
@@ -24,34 +24,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-const local = { name: 'hv1', uri: 'qemu:///system', network: 'default' };
-
-/** The issue lines of the ConfigError that parsing `input` throws. */
-function issuesOf(input: unknown): readonly string[] {
-  try {
-    parseConfig(input);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as ConfigError).issues;
-  }
-  throw new Error('expected the configuration to be refused');
-}
-
-/** A configuration with one host and `patch` merged at the top. */
-const withHost = (patch: Record<string, unknown> = {}, host: Record<string, unknown> = {}) => ({
-  hosts: [{ ...local, ...host }],
-  ...patch,
-});
-
-function uriMessage(uri: string): string {
-  try {
-    parseLibvirtUri(uri);
-  } catch (err) {
-    return (err as Error).message;
-  }
-  throw new Error(`${uri} parses`);
-}
 
 describe('the embedded default', () => {
   it('serves one local host, pool and network default, a local Redis', async () => {
@@ -165,236 +137,6 @@ describe('loading files', () => {
     expect(err).toBeInstanceOf(ConfigError);
     expect(err.issues).toHaveLength(1);
     expect(err.issues[0]).toMatch(message);
-  });
-});
-
-describe('errors name their path', () => {
-  it.each<[string, unknown, string]>([
-    ['no hosts key', {}, 'kvm2.hosts: required'],
-    ['an empty host list', { hosts: [] }, 'kvm2.hosts: at least one host is required'],
-    [
-      'an unknown top-level key',
-      withHost({ helth: {} }),
-      "kvm2.helth: unknown key (did you mean 'health'?)",
-    ],
-    [
-      'an unknown host key',
-      withHost({}, { netwrok: 'x' }),
-      "kvm2.hosts[0].netwrok: unknown key (did you mean 'network'?)",
-    ],
-    [
-      'an unknown key far from any known one',
-      withHost({ board: { auth: { username: 'a', password: 'b', totp: '1' } } }),
-      'kvm2.board.auth.totp: unknown key',
-    ],
-    [
-      'an unknown image key',
-      withHost({ images: { deb: { url: 'https://x/y', sha: 'x' } } }),
-      "kvm2.images.deb.sha: unknown key (did you mean 'sha256'?)",
-    ],
-    [
-      'a duplicate host name',
-      { hosts: [local, { ...local, uri: 'test:///default' }] },
-      "kvm2.hosts[1].name: duplicate host name 'hv1' (also hosts[0])",
-    ],
-    [
-      'an image without url',
-      withHost({ images: { 'debian-12': { format: 'raw' } } }),
-      'kvm2.images.debian-12.url: required',
-    ],
-    [
-      'an image url that is not http(s)',
-      withHost({ images: { deb: { url: 'ftp://x/y' } } }),
-      'kvm2.images.deb.url: must be an http:// or https:// URL, got "ftp://x/y"',
-    ],
-    [
-      'an image name that is not a DNS label',
-      withHost({ images: { Debian_12: { url: 'https://x/y' } } }),
-      'kvm2.images.Debian_12: image name must be a DNS label (lowercase letters, digits and dashes, 1 to 63, not starting or ending with a dash)',
-    ],
-    [
-      'an image sha256 that is not 64 hex',
-      withHost({ images: { deb: { url: 'https://x/y', sha256: 'abc' } } }),
-      'kvm2.images.deb.sha256: must be 64 hex digits',
-    ],
-    [
-      'an image format other than qcow2 or raw',
-      withHost({ images: { deb: { url: 'https://x/y', format: 'vmdk' } } }),
-      'kvm2.images.deb.format: Invalid option: expected one of "qcow2"|"raw"',
-    ],
-    [
-      'a host name that is not a DNS label',
-      withHost({}, { name: 'HV_1' }),
-      'kvm2.hosts[0].name: host name must be a DNS label (lowercase letters, digits and dashes, 1 to 63, not starting or ending with a dash)',
-    ],
-    [
-      'a zone that is not a DNS label',
-      withHost({}, { zone: 'rack a' }),
-      'kvm2.hosts[0].zone: zone must be a DNS label (lowercase letters, digits and dashes, 1 to 63, not starting or ending with a dash)',
-    ],
-    [
-      'both network and bridge',
-      withHost({}, { bridge: 'br0' }),
-      'kvm2.hosts[0].bridge: set network or bridge, not both',
-    ],
-    [
-      'neither network nor bridge',
-      { hosts: [{ name: 'hv1', uri: 'qemu:///system' }] },
-      'kvm2.hosts[0]: set network (a libvirt network) or bridge (a host bridge)',
-    ],
-    [
-      'host-passthrough on a qemu (TCG) host',
-      withHost({}, { domainType: 'qemu', cpuMode: 'host-passthrough' }),
-      "kvm2.hosts[0].cpuMode: host-passthrough needs domainType 'kvm'; plain qemu (TCG) cannot pass the host CPU through",
-    ],
-    [
-      'a relative serialLogDir',
-      withHost({}, { serialLogDir: 'log/qemu' }),
-      "kvm2.hosts[0].serialLogDir: must be an absolute directory on the host (no '..') or 'none'",
-    ],
-    [
-      'a serialLogDir that climbs out',
-      withHost({}, { serialLogDir: '/var/log/../../etc' }),
-      "kvm2.hosts[0].serialLogDir: must be an absolute directory on the host (no '..') or 'none'",
-    ],
-    [
-      'a zero concurrency',
-      withHost({}, { concurrency: 0 }),
-      'kvm2.hosts[0].concurrency: must be positive',
-    ],
-    [
-      'a fractional concurrency',
-      withHost({}, { concurrency: 1.5 }),
-      'kvm2.hosts[0].concurrency: must be a whole number',
-    ],
-    [
-      'negative vcpus',
-      withHost({ defaults: { vcpus: -1 } }),
-      'kvm2.defaults.vcpus: must be positive',
-    ],
-    [
-      'zero memory',
-      withHost({ defaults: { memoryMiB: 0 } }),
-      'kvm2.defaults.memoryMiB: must be positive',
-    ],
-    [
-      'a zero disk',
-      withHost({ defaults: { diskGiB: 0 } }),
-      'kvm2.defaults.diskGiB: must be positive',
-    ],
-    [
-      'a zero pool threshold',
-      withHost({ health: { poolLowSpaceBytes: '0GiB' } }),
-      'kvm2.health.poolLowSpaceBytes: must be positive',
-    ],
-    [
-      'a size without a known unit',
-      withHost({ health: { poolLowSpaceBytes: '10 gigs' } }),
-      `kvm2.health.poolLowSpaceBytes: expected a size like '10GiB', '500MB' or a number of bytes, got "10 gigs"`,
-    ],
-    [
-      'a duration in words',
-      withHost({ defaults: { addressTimeout: '5 minutes' } }),
-      `kvm2.defaults.addressTimeout: expected a duration like '30s', '5m', '1h' or a number of milliseconds, got "5 minutes"`,
-    ],
-    [
-      'a zero duration',
-      withHost({ health: { every: 0 } }),
-      'kvm2.health.every: must be positive and at most 24 days (2^31-1 ms)',
-    ],
-    [
-      'a duration past what a timer can hold',
-      withHost({ health: { every: '25d' } }),
-      'kvm2.health.every: must be positive and at most 24 days (2^31-1 ms)',
-    ],
-    [
-      'a health round longer than its schedule',
-      withHost({ health: { every: '10s', timeout: '30s' } }),
-      'kvm2.health.timeout: must not exceed health.every (rounds would overlap)',
-    ],
-    [
-      'a board on all interfaces without auth',
-      withHost({ board: { listen: '0.0.0.0:3000' } }),
-      'kvm2.board.auth: required: board.listen 0.0.0.0:3000 is reachable beyond loopback',
-    ],
-    [
-      'a board on all IPv6 interfaces without auth',
-      withHost({ board: { listen: '[::]:8080' } }),
-      'kvm2.board.auth: required: board.listen :::8080 is reachable beyond loopback',
-    ],
-    [
-      'a board listen address without a port',
-      withHost({ board: { listen: 'localhost' } }),
-      'kvm2.board.listen: expected host:port (e.g. 127.0.0.1:3000, [::1]:3000, 0.0.0.0:3000), got "localhost"',
-    ],
-    [
-      'a redis url of another scheme',
-      withHost({ redis: { url: 'http://redis:6379' } }),
-      'kvm2.redis.url: must be a redis:// or rediss:// URL with a host',
-    ],
-    [
-      'a number where a string belongs (unquoted in YAML)',
-      withHost({ board: { auth: { username: 'ops', password: 12345 } } }),
-      'kvm2.board.auth.password: Invalid input: expected string, received number (quote it in YAML)',
-    ],
-    [
-      'a string where a number belongs',
-      withHost({ defaults: { vcpus: '2' } }),
-      'kvm2.defaults.vcpus: Invalid input: expected number, received string',
-    ],
-  ])('%s', (_what, input, issue) => {
-    expect(issuesOf(input)).toEqual([issue]);
-  });
-
-  it.each([
-    ['a driver kvm2 does not speak', 'xen:///system'],
-    ['the TLS transport', 'qemu+tls://hv2/system'],
-    ['a relative key file', 'qemu+ssh://root@hv2/system?keyfile=id_ed25519'],
-    ['no_verify', 'qemu+ssh://root@hv2/system?no_verify=1'],
-    ['an unknown parameter', 'qemu+ssh://root@hv2/system?keyfil=/k'],
-    ['not a URI at all', 'hv2'],
-  ])("reports parseLibvirtUri's message for %s under the host's uri", (_what, uri) => {
-    const input = { hosts: [local, { name: 'hv2', uri, network: 'default' }] };
-    expect(issuesOf(input)).toEqual([`kvm2.hosts[1].uri: ${uriMessage(uri)}`]);
-  });
-
-  it('reports every problem at once', () => {
-    const issues = issuesOf({
-      hosts: [
-        { ...local, concurrency: 0 },
-        { ...local, uri: 'xen:///' },
-      ],
-      images: { deb: {} },
-      board: { listen: '0.0.0.0:1' },
-    });
-    expect(issues).toEqual(
-      expect.arrayContaining([
-        'kvm2.hosts[0].concurrency: must be positive',
-        `kvm2.hosts[1].uri: ${uriMessage('xen:///')}`,
-        "kvm2.hosts[1].name: duplicate host name 'hv1' (also hosts[0])",
-        'kvm2.images.deb.url: required',
-        'kvm2.board.auth: required: board.listen 0.0.0.0:1 is reachable beyond loopback',
-      ]),
-    );
-    expect(issues).toHaveLength(5);
-  });
-
-  it('never echoes a redis password', () => {
-    const issues = issuesOf(withHost({ redis: { url: 'http://:hunter2@redis:6379' } }));
-    expect(issues.join('\n')).not.toContain('hunter2');
-  });
-
-  it('is a permanent ERR_CONFIG whose message holds every issue', () => {
-    try {
-      parseConfig({ hosts: [{ ...local, pool: '' }], defaults: { vcpus: 0 } });
-    } catch (err) {
-      expect(err).toMatchObject({ code: 'ERR_CONFIG', kind: 'permanent' });
-      expect((err as Error).message).toBe(
-        'invalid configuration:\n  kvm2.hosts[0].pool: must be a name without slashes or whitespace, not empty\n  kvm2.defaults.vcpus: must be positive',
-      );
-      return;
-    }
-    throw new Error('accepted');
   });
 });
 
