@@ -14,7 +14,10 @@ const libvirtRows = rowsOf('libvirt');
 const dialRows = rowsOf('dial');
 const nodeRows = rowsOf('node');
 const httpRows = rowsOf('http');
-const kvm2Rows = rowsOf('kvm2');
+// By code: every kvm2 error looks its kind up when it is made.
+const kvm2Kinds: ReadonlyMap<string, ErrorKind | 'derived'> = new Map(
+  rowsOf('kvm2').map((r) => [r.match, r.kind]),
+);
 const jsRows = rowsOf('js');
 const lastResort: ErrorKind = jsRows.find((r) => r.match === '*')?.kind ?? 'transient';
 
@@ -64,7 +67,7 @@ export function httpStatusKind(status: number): ErrorKind | undefined {
 
 /** One of kvm2's own `ERR_…` codes' kind; undefined for a `derived` row or an unknown code. */
 export function kvm2ErrorKind(code: string): ErrorKind | undefined {
-  const kind = kvm2Rows.find((r) => r.match === code)?.kind;
+  const kind = kvm2Kinds.get(code);
   return kind === 'derived' ? undefined : kind;
 }
 

@@ -35,6 +35,7 @@ import { parseCreateRequest } from '../../src/provider/core/request.js';
 import { imageSource, networkError } from '../../src/provider/image/download.js';
 import { ImageContentError } from '../../src/provider/image/fill.js';
 import { buildSeed } from '../../src/provider/seed/seed.js';
+import { partialViewError } from '../../src/provider/operations/list-by-tag.js';
 import { readXml } from '../../src/provider/xml/types.js';
 import { KeyBusyError } from '../../workers/locks/job-locks.js';
 import { LockLostError } from '../../workers/locks/lock-lost-error.js';
@@ -197,12 +198,13 @@ const derivedExamples: Record<string, readonly (readonly [() => unknown, ErrorKi
   'kvm2 ERR_PARTIAL_VIEW': [
     [
       () =>
-        partialView(
+        partialViewError(
+          'h1',
           new LibvirtError('denied', VirErr.ACCESS_DENIED, 0, 2, 'ConnectListAllDomains'),
         ),
       'permanent',
     ],
-    [() => partialView(new LinkInterruptedError('link died')), 'transient'],
+    [() => partialViewError('h1', new LinkInterruptedError('link died')), 'transient'],
   ],
 };
 
@@ -211,14 +213,6 @@ const imageAt = imageSource('debian-12', {
   format: 'qcow2',
 });
 const live = new AbortController().signal;
-
-/** listByTag's wrapping of a host's failure (src/provider/operations/list-by-tag.ts). */
-function partialView(cause: unknown): Kvm2Error {
-  return new Kvm2Error('ERR_PARTIAL_VIEW', "listByTag: host 'h1' could not be listed", {
-    cause,
-    kind: classifyError(cause),
-  });
-}
 
 const kvm2Errors: Record<string, () => unknown> = {
   ERR_LIBVIRT_CALL_TIMEOUT: () => new CallAbortedError('DomainCreateWithFlags', true),

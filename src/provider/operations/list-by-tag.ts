@@ -22,16 +22,21 @@ export async function listByTag(
         try {
           return await listHost(ctx, host, tag, io);
         } catch (err) {
-          throw new Kvm2Error(
-            'ERR_PARTIAL_VIEW',
-            `listByTag: host '${host}' could not be listed: ${(err as Error).message}`,
-            { cause: err, kind: classifyError(err) },
-          );
+          throw partialViewError(host, err);
         }
       }),
     );
     return perHost.flat();
   });
+}
+
+/** One host could not be listed, so listByTag answers nothing, with that failure's kind. */
+export function partialViewError(host: string, err: unknown): Kvm2Error {
+  return new Kvm2Error(
+    'ERR_PARTIAL_VIEW',
+    `listByTag: host '${host}' could not be listed: ${(err as Error).message}`,
+    { cause: err, kind: classifyError(err) },
+  );
 }
 
 async function listHost(
