@@ -110,7 +110,6 @@ export async function probeImageSize(
       if (length !== undefined) return length;
     }
   } catch (err) {
-    if (err instanceof Kvm2Error) throw err;
     throw networkError(src, err, options.signal);
   } finally {
     local.abort();
@@ -173,7 +172,9 @@ function emptyError(src: ImageSource): Kvm2Error {
 
 /** A failed request or body: cancelled, over its cap, or a network fault, kind by the table. */
 export function networkError(src: ImageSource, err: unknown, callerSignal: AbortSignal): Kvm2Error {
-  if (err instanceof Kvm2Error) return err;
+  // The image's own verdicts pass as they are; anything else (a libvirt call the signal cut
+  // short, a fetch error) is said once, as the download's.
+  if (err instanceof Kvm2Error && err.code.startsWith('ERR_IMAGE_')) return err;
   const prefix = `image '${src.imageName}': download from ${src.where}`;
   if (callerSignal.aborted) {
     const reason = callerSignal.reason as { name?: unknown } | undefined;
