@@ -6,7 +6,7 @@ import { EnvHttpProxyAgent, fetch, type Dispatcher, type Response } from 'undici
 import { classifyError, httpStatusKind } from '../../errors/classify.js';
 import type { ErrorKind } from '../../errors/kind.js';
 import type { ImageConfig } from '../config/schema.js';
-import { Kvm2Error } from '../../errors/error.js';
+import { Kvm2Error, type Kvm2ErrorCode } from '../../errors/error.js';
 
 /** Timeouts per phase (undici's), and the caps of a whole fill and of a size probe. */
 export const DOWNLOAD_TIMEOUTS = Object.freeze({
@@ -170,11 +170,18 @@ function emptyError(src: ImageSource): Kvm2Error {
   );
 }
 
+const IMAGE_VERDICTS: ReadonlySet<string> = new Set<Kvm2ErrorCode>([
+  'ERR_IMAGE_HTTP',
+  'ERR_IMAGE_EMPTY',
+  'ERR_IMAGE_DIGEST_MISMATCH',
+  'ERR_IMAGE_CONTENT',
+]);
+
 /** A failed request or body: cancelled, over its cap, or a network fault, kind by the table. */
 export function networkError(src: ImageSource, err: unknown, callerSignal: AbortSignal): Kvm2Error {
   // The image's own verdicts pass as they are; anything else (a libvirt call the signal cut
   // short, a fetch error) is said once, as the download's.
-  if (err instanceof Kvm2Error && err.code.startsWith('ERR_IMAGE_')) return err;
+  if (err instanceof Kvm2Error && IMAGE_VERDICTS.has(err.code)) return err;
   const prefix = `image '${src.imageName}': download from ${src.where}`;
   if (callerSignal.aborted) {
     const reason = callerSignal.reason as { name?: unknown } | undefined;
