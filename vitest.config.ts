@@ -6,7 +6,11 @@ const REDIS_ONLY = [
   'test/integration/lua-script.test.ts',
   'test/integration/gc-race.test.ts',
   'test/integration/queues.test.ts',
+  'test/integration/queue-results.test.ts',
+  'test/integration/queue-redis-unreachable.test.ts',
   'test/integration/seed-readers.test.ts',
+  'test/integration/seed-file-names.test.ts',
+  'test/integration/seed-build.test.ts',
 ];
 
 const shared = {

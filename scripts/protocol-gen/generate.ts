@@ -3,9 +3,10 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
+import type { Definition, XdrFile } from './ast.js';
 import { CodecEmitter } from './codecs.js';
 import { procedureName, ProtocolModel, typeName, type ResolvedType } from './model.js';
-import { parseXdr, type Definition, type XdrFile } from './parser.js';
+import { parseXdr } from './parser.js';
 
 export const PROTOCOL_FILES = {
   remote: 'src/remote/remote_protocol.x',

@@ -1,6 +1,6 @@
 // Symbol table over the parsed .x files: resolves constant names to numbers, follows typedefs
 // down to a small set of wire shapes (ResolvedType), and names things the TypeScript way.
-import type { Declaration, Definition, Value, XdrFile } from './parser.js';
+import type { Declaration, Definition, Value, XdrFile } from './ast.js';
 
 /**
  * Constants the .x files take from libvirt's C headers (rpcgen passes them through to C).

@@ -1,4 +1,4 @@
-// Helpers for the worker fault tests (test/integration/worker-faults.test.ts): an image of its
+// Helpers for the worker fault tests (test/integration/worker-faults-*.test.ts): an image of its
 // own whose download stalls until the test lets it go, an sshd listener stopped without the
 // harness's teardown (so sshd.restart() brings it back on the same port), polling, and the
 // removal of one instance's domain and volumes with virsh.

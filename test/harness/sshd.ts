@@ -2,31 +2,23 @@
 // on loopback for tests"). Everything it needs lives in a fresh temporary directory: host and
 // client keys made with ssh-keygen, sshd_config, authorized_keys, known_hosts, pid file and log.
 // Root's own ~/.ssh is never touched. Needs root (the daemon logs in as root) and /usr/sbin/sshd.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import net from 'node:net';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { formatKnownHostsLine } from '../../src/libvirt/transport/known-hosts.js';
+import { accepts, freePort, LOOPBACK as HOST } from './loopback.js';
+import { descendants, signal } from './proc-tree.js';
+import { makeKeyPair, type KeyPair, type KeyType } from './ssh-keys.js';
 
-const execFileAsync = promisify(execFile);
+// What the daemon's users name besides it: key types and pairs (makeKey), and a port nobody
+// listens on (a URI to a closed port).
+export { freePort } from './loopback.js';
+export type { KeyPair, KeyType } from './ssh-keys.js';
 
 const SSHD = '/usr/sbin/sshd';
-const HOST = '127.0.0.1';
 const START_TIMEOUT_MS = 5_000;
 const BIND_ATTEMPTS = 5;
-
-export type KeyType = 'ed25519' | 'ecdsa' | 'rsa';
-
-export interface KeyPair {
-  readonly privatePath: string;
-  readonly publicPath: string;
-  /** SSH wire-format public key, as a server presents it. */
-  readonly blob: Buffer;
-  /** The `.pub` line: `ssh-ed25519 AAAA… comment`. */
-  readonly publicLine: string;
-}
 
 export interface StartSshdOptions {
   /** Host key types, one key each. Default `['ed25519']`. */
@@ -266,81 +258,6 @@ class SshdProcess implements Sshd {
     child.kill('SIGTERM');
     await this.exited;
     this.child = undefined;
-  }
-}
-
-async function makeKeyPair(dir: string, name: string, type: KeyType): Promise<KeyPair> {
-  const privatePath = path.join(dir, name);
-  await execFileAsync('ssh-keygen', [
-    '-q',
-    '-t',
-    type,
-    '-N',
-    '',
-    '-C',
-    `kvm2-test-${name}`,
-    '-f',
-    privatePath,
-  ]);
-  const publicPath = `${privatePath}.pub`;
-  const publicLine = (await readFile(publicPath, 'utf8')).trim();
-  const base64 = publicLine.split(/\s+/)[1];
-  if (base64 === undefined) throw new Error(`ssh-keygen wrote an odd public key to ${publicPath}`);
-  return { privatePath, publicPath, blob: Buffer.from(base64, 'base64'), publicLine };
-}
-
-/** A loopback port nobody listens on right now (bind port 0, read it, release it). */
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject).listen(0, HOST, resolve);
-  });
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: HOST, port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
-/** Every process below `pid` (children, their children…), from /proc. */
-async function descendants(pid: number): Promise<number[]> {
-  const parents = new Map<number, number[]>();
-  for (const name of await readdir('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
-    // pid (comm) state ppid …; comm may hold spaces and parentheses, so split after the last ')'.
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    if (!Number.isInteger(ppid)) continue;
-    const list = parents.get(ppid) ?? [];
-    list.push(Number(name));
-    parents.set(ppid, list);
-  }
-  const found: number[] = [];
-  const queue = [pid];
-  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
-    for (const child of parents.get(next) ?? []) {
-      found.push(child);
-      queue.push(child);
-    }
-  }
-  return found;
-}
-
-function signal(pid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(pid, sig);
-  } catch {
-    // already gone
   }
 }
 

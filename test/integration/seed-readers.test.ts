@@ -3,16 +3,12 @@
 // bsdtar, and cloud-init's own Python (Debian's package) on the extracted files. This kernel
 // has no iso9660 driver, so nothing is loop-mounted (../shared/HOST-SETUP.md); a guest's
 // kernel reads the same bytes in the real-guest tests.
-import { execFile } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SeedError } from '../../src/provider/seed/errors.js';
-import { buildIso9660, type IsoFile } from '../../src/provider/seed/iso9660.js';
 import {
   buildMetaData,
   buildSeed,
@@ -21,11 +17,18 @@ import {
   type SeedInput,
   type SeedOptions,
 } from '../../src/provider/seed/seed.js';
+import {
+  bsdtarFiles,
+  extract,
+  listedNames,
+  NOW,
+  PYTHON,
+  READ_SEEDS_PY,
+  run,
+  sha256,
+} from '../harness/seed-readers.js';
 
-const execFileAsync = promisify(execFile);
-const PYTHON = '/usr/bin/python3'; // Debian's, with cloud-init; not the pyenv one on PATH
 const GOLDEN = fileURLToPath(new URL('../fixtures/seed-golden.txt', import.meta.url));
-const NOW = new Date('2025-01-01T00:00:00Z');
 
 const MIME_USER_DATA = [
   'Content-Type: multipart/mixed; boundary="user-boundary"',
@@ -113,45 +116,6 @@ function expectedFiles(c: SeedCase, vendorData: Buffer): Map<string, Buffer> {
   }
   return files;
 }
-
-async function run(cmd: string, args: string[], env?: NodeJS.ProcessEnv): Promise<string> {
-  const { stdout } = await execFileAsync(cmd, args, {
-    maxBuffer: 64 * 1024 * 1024,
-    ...(env === undefined ? {} : { env: { ...process.env, ...env } }),
-  });
-  return stdout;
-}
-
-async function extract(iso: string, name: string, extension: '-R' | '-J'): Promise<Buffer> {
-  const { stdout } = await execFileAsync('isoinfo', [extension, '-x', `/${name}`, '-i', iso], {
-    encoding: 'buffer',
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  return stdout;
-}
-
-/** Names in an `isoinfo -l` listing, "." and ".." left out. */
-function listedNames(listing: string): string[] {
-  return listing
-    .split('\n')
-    .map((line) => /\]\s+(\S+)\s*$/.exec(line)?.[1])
-    .filter((name): name is string => name !== undefined && name !== '.' && name !== '..')
-    .sort();
-}
-
-/** Unpacks with bsdtar into a new directory; returns name → bytes. */
-async function bsdtarFiles(iso: string, into: string): Promise<Map<string, Buffer>> {
-  await mkdir(into);
-  await run('bsdtar', ['-xf', iso, '-C', into]);
-  await chmod(into, 0o755); // the image's root is r-x (a read-only medium); let cleanup work
-  const files = new Map<string, Buffer>();
-  for (const name of (await readdir(into)).sort()) {
-    files.set(name, await readFile(path.join(into, name)));
-  }
-  return files;
-}
-
-const sha256 = (data: Uint8Array): string => createHash('sha256').update(data).digest('hex');
 
 describe('seed ISO read by independent tools', () => {
   let work = '';
@@ -274,150 +238,6 @@ describe('seed ISO read by independent tools', () => {
     expect(mime?.userParts?.[1]?.payload).toBe('#!/bin/sh\necho from-mime\n');
   });
 });
-
-// cloud-init 22.4, as the NoCloud source reads a mounted seed: read_seeded for meta-data,
-// user-data and vendor-data; pathprefix2dict + _merge_new_seed (DataSourceNoCloud) for
-// network-config; UserDataProcessor to split MIME multipart into parts.
-const READ_SEEDS_PY = `
-import hashlib, json, sys
-from cloudinit import helpers, user_data, util
-from cloudinit.sources import DataSourceNoCloud
-
-args = json.loads(sys.argv[1])
-paths = helpers.Paths({'cloud_dir': args['cloudDir']})
-
-def parts(raw):
-    msg = user_data.UserDataProcessor(paths).process(raw)
-    return [
-        {'type': p.get_content_type(), 'filename': p.get_filename(),
-         'payload': p.get_payload(decode=True).decode('utf-8')}
-        for p in msg.walk() if not p.is_multipart()
-    ]
-
-out = []
-for seed in args['seeds']:
-    md, ud, vd = util.read_seeded(seed['dir'] + '/', timeout=None)
-    found = util.pathprefix2dict(seed['dir'], required=['user-data', 'meta-data'],
-                                 optional=['vendor-data', 'network-config'])
-    merged = DataSourceNoCloud._merge_new_seed({'meta-data': {}}, found)
-    out.append({
-        'metaData': md,
-        'userDataSha256': hashlib.sha256(ud).hexdigest(),
-        'vendorDataSha256': None if vd is None else hashlib.sha256(vd).hexdigest(),
-        'vendorParts': parts(vd),
-        'userParts': parts(ud) if seed['splitUserData'] else None,
-        'networkConfig': merged.get('network-config'),
-    })
-print(json.dumps(out))
-`;
-
-describe('file names at the edges', () => {
-  it('reach every reader as given', async () => {
-    const names = [
-      'a',
-      '0',
-      '-',
-      '_',
-      '...',
-      '.hidden',
-      'trailing.',
-      'a'.repeat(64),
-      'a'.repeat(63) + 'b',
-      'meta-data',
-      'meta-datb',
-      'x.tar.gz',
-      'x.tar.gy',
-    ];
-    const files: IsoFile[] = names.map((name, i) => ({
-      name,
-      data: Buffer.from(`${name}\n`.repeat(i)),
-    }));
-    const work = await mkdtemp(path.join(os.tmpdir(), 'kvm2-seed-names-'));
-    try {
-      const iso = path.join(work, 'names.iso');
-      await writeFile(iso, buildIso9660(files, { volumeId: 'cidata', timestamp: NOW }));
-      const sorted = [...names].sort();
-      expect(listedNames(await run('isoinfo', ['-R', '-l', '-i', iso]))).toEqual(sorted);
-      expect(listedNames(await run('isoinfo', ['-J', '-l', '-i', iso]))).toEqual(sorted);
-      const primary = listedNames(await run('isoinfo', ['-l', '-i', iso]));
-      expect(new Set(primary).size).toBe(names.length);
-      for (const id of primary) expect(id).toMatch(/^[A-Z0-9_]{0,8}\.[A-Z0-9_]{0,3};1$/);
-      const unpacked = await bsdtarFiles(iso, path.join(work, 'x'));
-      expect([...unpacked.keys()]).toEqual(sorted);
-      for (const f of files) {
-        expect((await extract(iso, f.name, '-R')).equals(f.data), f.name).toBe(true);
-        expect((await extract(iso, f.name, '-J')).equals(f.data), f.name).toBe(true);
-        expect(unpacked.get(f.name)?.equals(f.data), f.name).toBe(true);
-      }
-    } finally {
-      await rm(work, { recursive: true, force: true });
-    }
-  });
-});
-
-describe('buildSeed itself', () => {
-  const input: SeedInput = { uid: 'u-1', name: 'vm', userData: '#cloud-config\n' };
-
-  it('leaves nothing under the temporary directory', async () => {
-    const outer = await mkdtemp(path.join(os.tmpdir(), 'kvm2-seed-tmp-'));
-    const fresh = path.join(outer, 'tmp');
-    await mkdir(fresh);
-    const saved = process.env.TMPDIR;
-    process.env.TMPDIR = fresh;
-    try {
-      expect(os.tmpdir()).toBe(fresh);
-      buildSeed(input);
-      buildSeed({ ...input, userData: randomBytes(3 * 1024 * 1024), networkConfig: 'a: 1\n' });
-      expect(await readdir(fresh)).toEqual([]);
-    } finally {
-      if (saved === undefined) delete process.env.TMPDIR;
-      else process.env.TMPDIR = saved;
-      await rm(outer, { recursive: true, force: true });
-    }
-  });
-
-  it('is byte-identical with a fixed boundary and time, and differs by boundary otherwise', () => {
-    const fixed = { now: NOW, boundary: 'fixed-boundary' };
-    expect(buildSeed(input, fixed).equals(buildSeed(input, fixed))).toBe(true);
-    expect(buildSeed(input, { now: NOW }).equals(buildSeed(input, { now: NOW }))).toBe(false);
-  });
-
-  it('refuses a given boundary that occurs in a part, without quoting the part', () => {
-    const part = { contentType: 'text/x-shellscript', content: '#!/bin/sh\n# s3cret-sep\n' };
-    const err = catchSeedError(() =>
-      buildSeed({ ...input, vendorData: [part] }, { boundary: 's3cret-sep' }),
-    );
-    expect([err.code, err.field, err.kind]).toEqual([
-      'ERR_SEED_BOUNDARY_IN_CONTENT',
-      'boundary',
-      'permanent',
-    ]);
-    expect(err.message).not.toContain('#!/bin/sh');
-  });
-
-  it('names the size, never the content, of user-data that does not fit', () => {
-    const userData = `#cloud-config\npassword: hunter2\n${'x'.repeat(17 * 1024 * 1024)}`;
-    const err = catchSeedError(() => buildSeed({ ...input, userData }));
-    expect(err.code).toBe('ERR_SEED_TOO_LARGE');
-    expect(err.message).toContain(`user-data ${Buffer.byteLength(userData)}`);
-    expect(err.message).not.toContain('hunter2');
-  });
-
-  it('refuses identity fields that cannot be meta-data', () => {
-    expect(catchSeedError(() => buildSeed({ ...input, uid: '' })).field).toBe('uid');
-    expect(catchSeedError(() => buildSeed({ ...input, name: 'a\ud800' })).field).toBe('name');
-  });
-});
-
-function catchSeedError(fn: () => unknown): SeedError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof SeedError) return err;
-    throw err;
-  }
-  throw new Error('expected a SeedError');
-}
 
 describe('golden seed', () => {
   it('keeps its bytes and layout (UPDATE_GOLDEN=1 to accept a change)', async () => {

@@ -16,27 +16,26 @@
 // The plan is drawn from a seeded PRNG: the seed is printed, and KVM2_TEST_SEED=<n> replays the
 // same plan (the timing, and so which jobs are superseded, still varies from run to run).
 import { randomInt } from 'node:crypto';
-import { once } from 'node:events';
-import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Kvm2Client } from '../../queues/client.js';
 import { hostQueueName } from '../../queues/names.js';
 import { FINAL_OUTCOMES, type ResultEntry } from '../../queues/results.js';
+import { collide, domainUid, ownVolumes, runBurst, warmUp } from '../harness/job-burst.js';
+import type { Collision, Enqueued } from '../harness/job-burst.js';
+import { drained, jobRuns, maxOverlap, overlaps } from '../harness/job-runs.js';
+import type { Interval, Run } from '../harness/job-runs.js';
 import { startQueueFleet, type QueueFleet } from '../harness/queue-fleet.js';
 import { allResults } from '../harness/results.js';
 import { virsh } from '../harness/virsh.js';
-import { startWorkerProcess, type LogLine, type WorkerProcess } from '../harness/worker-process.js';
+import { startWorkerProcess, type WorkerProcess } from '../harness/worker-process.js';
 
 const REQUESTS = 200;
 const NAMES = 10;
 /** The fleet's host h1 is configured with concurrency 2 (harness/queue-fleet.ts). */
 const HOST_CONCURRENCY = 2;
 const HOST_QUEUE = hostQueueName('h1');
-const KVM2_XMLNS = 'https://kvm2.dev/xmlns/instance/1';
 /** Generous: the machine has 2 cores, and other test runs share it and its libvirtd. */
 const RESULT_TIMEOUT_MS = 5 * 60_000;
-/** waitFor calls at once (each holds a connection of its own for a blocking read). */
-const WAITERS = 10;
 /** Outcomes of a run that did the job's work, holding the instance lock throughout. */
 const WORK_OUTCOMES: ReadonlySet<string> = new Set(['succeeded', 'failed', 'retrying']);
 
@@ -47,105 +46,6 @@ function report(line: string): void {
   process.stdout.write(`[worker-concurrency] ${line}\n`);
 }
 
-/** mulberry32: a small, well-mixed 32-bit PRNG; the same seed gives the same plan. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-interface Request {
-  readonly index: number;
-  readonly name: string;
-  readonly op: 'create' | 'delete';
-}
-
-interface Enqueued extends Request {
-  readonly jobId: string;
-  readonly generation: number;
-  /** The create's uid (creates only). */
-  readonly uid?: string;
-}
-
-interface Run {
-  readonly worker: number;
-  readonly job: string;
-  readonly instance: string | undefined;
-  readonly startedAt: number;
-  readonly endedAt: number;
-}
-
-/** A half-open wall-clock interval [start, end) in ms, and what it stands for. */
-interface Interval {
-  readonly start: number;
-  readonly end: number;
-  readonly label: string;
-}
-
-/**
- * The largest number of intervals open at one instant. Intervals are half-open [start, end):
- * at equal timestamps ends count before starts, so a run that ends in the millisecond another
- * begins is not taken for an overlap (Date.now() cannot order them), and a run shorter than the
- * clock's millisecond (start === end) overlaps nothing.
- */
-function maxOverlap(intervals: readonly Interval[]): { max: number; at?: number; open: string[] } {
-  const events = intervals
-    .filter((i) => i.end > i.start)
-    .flatMap((i) => [
-      { t: i.start, d: 1, i },
-      { t: i.end, d: -1, i },
-    ])
-    .sort((a, b) => a.t - b.t || a.d - b.d);
-  const open = new Set<Interval>();
-  let best: { max: number; at?: number; open: string[] } = { max: 0, open: [] };
-  for (const e of events) {
-    if (e.d > 0) open.add(e.i);
-    else open.delete(e.i);
-    if (open.size > best.max) {
-      best = { max: open.size, at: e.t, open: [...open].map((i) => i.label) };
-    }
-  }
-  return best;
-}
-
-function overlaps(a: Interval, b: Interval): boolean {
-  return a.start < b.end && b.start < a.end;
-}
-
-function jobRuns(worker: WorkerProcess, index: number): Run[] {
-  return worker.logs
-    .filter((l: LogLine) => l.msg === 'job run' && l['queue'] === HOST_QUEUE)
-    .map((l) => ({
-      worker: index,
-      job: String(l['job']),
-      instance: typeof l['instance'] === 'string' ? l['instance'] : undefined,
-      startedAt: Number(l['startedAt']),
-      endedAt: Number(l['endedAt']),
-    }));
-}
-
-/** Resolves once the process's stdout is closed: every log line it wrote has been parsed. */
-async function drained(worker: WorkerProcess): Promise<void> {
-  const out = worker.child.stdout;
-  if (out === null || out.closed || out.destroyed) return;
-  await once(out, 'close');
-}
-
-async function domainUid(name: string): Promise<string | undefined> {
-  const xml = await virsh(['metadata', name, KVM2_XMLNS]);
-  return /\buid="([^"]+)"/.exec(xml)?.[1];
-}
-
-function ownVolumes(volumes: readonly string[], name: string): string[] {
-  // kvm2-<name>.qcow2 and kvm2-<name>-seed.iso; no name here is a prefix of another plus '-'.
-  return volumes.filter((v) => v.startsWith(`kvm2-${name}.`) || v.startsWith(`kvm2-${name}-`));
-}
-
 let fleet: QueueFleet;
 let client: Kvm2Client | undefined;
 const workers: WorkerProcess[] = [];
@@ -154,7 +54,7 @@ const workers: WorkerProcess[] = [];
 const plan: Enqueued[] = [];
 let waits: PromiseSettledResult<ResultEntry>[] = [];
 // The collision: a create and the delete enqueued while it worked.
-let collision: { name: string; createJob: string; deleteJob: string } | undefined;
+let collision: Collision | undefined;
 // Everything, read once both processes have stopped.
 let results: ResultEntry[] = [];
 let runs: Run[] = [];
@@ -169,21 +69,7 @@ beforeAll(async () => {
     ])),
   );
   client = fleet.client();
-  // Fill the tiny image's base volume first: otherwise the first creates of different names
-  // would meet on the image lock, and such a run (delayed, no result) would have held its
-  // instance lock while the checks below could not tell it from a run that found its instance
-  // busy. After this, a delayed run is always one that found its instance busy, holding nothing.
-  const warm = await client.create(
-    { host: 'h1', name: fleet.name('warm'), image: fleet.image, tag: 'wc' },
-    { wait: false },
-  );
-  expect(await client.waitFor(warm.jobId, { timeoutMs: RESULT_TIMEOUT_MS })).toMatchObject({
-    outcome: 'succeeded',
-  });
-  const gone = await client.delete(warm.id);
-  expect(await client.waitFor(gone.jobId, { timeoutMs: RESULT_TIMEOUT_MS })).toMatchObject({
-    outcome: 'succeeded',
-  });
+  await warmUp(client, fleet, RESULT_TIMEOUT_MS);
 }, 300_000);
 
 afterAll(async () => {
@@ -197,47 +83,16 @@ describe(`${REQUESTS} random creates and deletes over ${NAMES} names, two worker
     const kvm2 = client;
     if (kvm2 === undefined) throw new Error('no client');
     report(`seed ${SEED} (replay the plan with KVM2_TEST_SEED=${SEED})`);
-    const random = prng(SEED);
-    const names = Array.from({ length: NAMES }, (_, i) => fleet.name(`n${i}`));
-    const requests: Request[] = Array.from({ length: REQUESTS }, (_, index) => ({
-      index,
-      name: names[Math.floor(random() * NAMES)] ?? '',
-      op: random() < 0.5 ? 'create' : 'delete',
-    }));
-
-    // One producer, as fast as it goes, while both workers take the jobs: each request is
-    // enqueued once the one before it is, so the plan's order is each name's order.
-    const started = performance.now();
-    for (const r of requests) {
-      if (r.op === 'create') {
-        const c = await kvm2.create(
-          { host: 'h1', name: r.name, image: fleet.image, tag: 'wc' },
-          // The tiny image boots no guest, so no address would ever come.
-          { wait: false },
-        );
-        plan.push({ ...r, jobId: c.jobId, generation: c.generation, uid: c.uid });
-      } else {
-        const d = await kvm2.delete(`h1/${r.name}`);
-        plan.push({ ...r, jobId: d.jobId, generation: d.generation });
-      }
-    }
-    const enqueuedMs = performance.now() - started;
-
-    waits = new Array<PromiseSettledResult<ResultEntry>>(plan.length);
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: WAITERS }, async () => {
-        for (let i = next++; i < plan.length; i = next++) {
-          const jobId = plan[i]?.jobId ?? '';
-          waits[i] = await kvm2.waitFor(jobId, { timeoutMs: RESULT_TIMEOUT_MS }).then(
-            (value) => ({ status: 'fulfilled', value }) as const,
-            (reason: unknown) => ({ status: 'rejected', reason }) as const,
-          );
-        }
-      }),
-    );
+    const burst = await runBurst(kvm2, fleet, {
+      seed: SEED,
+      requests: REQUESTS,
+      names: NAMES,
+      timeoutMs: RESULT_TIMEOUT_MS,
+    });
+    plan.push(...burst.plan);
+    waits = burst.waits;
     report(
-      `enqueued ${REQUESTS} requests in ${Math.round(enqueuedMs)} ms; every result ${Math.round(performance.now() - started)} ms after the first enqueue`,
+      `enqueued ${REQUESTS} requests in ${Math.round(burst.enqueuedMs)} ms; every result ${Math.round(burst.settledMs)} ms after the first enqueue`,
     );
   }, 600_000);
 
@@ -317,32 +172,7 @@ describe('a job that finds its instance busy', () => {
   beforeAll(async () => {
     const kvm2 = client;
     if (kvm2 === undefined) throw new Error('no client');
-    const name = fleet.name('busy');
-    const created = await kvm2.create(
-      { host: 'h1', name, image: fleet.image, tag: 'wc' },
-      { wait: false },
-    );
-    // Wait until the create is inside the provider (past its generation checks, holding the
-    // instance lock): it reports a phase then. The delete enqueued now is the newest request,
-    // so the free slot takes it at once, and it finds the instance busy.
-    const queue = new Queue(HOST_QUEUE, {
-      connection: fleet.scope.redis,
-      prefix: fleet.scope.prefix,
-    });
-    try {
-      const deadline = Date.now() + RESULT_TIMEOUT_MS;
-      for (;;) {
-        const progress = (await queue.getJob(created.jobId))?.progress;
-        if (typeof progress === 'object' && progress !== null && 'phase' in progress) break;
-        if (Date.now() > deadline)
-          throw new Error(`create ${created.jobId} never reported a phase`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    } finally {
-      await queue.close();
-    }
-    const deleted = await kvm2.delete(created.id);
-    collision = { name, createJob: created.jobId, deleteJob: deleted.jobId };
+    collision = await collide(kvm2, fleet, HOST_QUEUE, RESULT_TIMEOUT_MS);
   }, 300_000);
 
   // That the delete was turned away (delayed) while the create held the lock is read from the
@@ -370,7 +200,7 @@ describe('overlaps, from the job run lines of both processes', () => {
     await Promise.all(workers.map((w) => w.stop()));
     await Promise.all(workers.map((w) => drained(w)));
     results = await allResults(fleet.scope.redis, fleet.scope.prefix);
-    runs = workers.flatMap((w, i) => jobRuns(w, i));
+    runs = workers.flatMap((w, i) => jobRuns(w, i, HOST_QUEUE));
   }, 120_000);
 
   it(`never more than ${HOST_CONCURRENCY} runs at once on the host, both processes together`, () => {

@@ -1,124 +1,26 @@
-// The SSH and UNIX transports against a private sshd (test/harness/sshd.ts) and the machine's
-// real libvirtd. Each dial fault is checked the way a caller branches: class, stage, reason, kind.
+// dialSsh through a private sshd (test/harness/sshd.ts) to the machine's real libvirtd: a link
+// that carries libvirt's frames, and each dial fault checked the way a caller branches: class,
+// stage, reason, kind.
 import { execFile, spawn } from 'node:child_process';
 import { copyFile, readFile, stat, writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
-import type { Duplex } from 'node:stream';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DialError } from '../../src/libvirt/transport/dial-error.js';
 import { formatKnownHostsLine } from '../../src/libvirt/transport/known-hosts.js';
 import { dialSsh } from '../../src/libvirt/transport/ssh.js';
 import type { DialOptions, Link } from '../../src/libvirt/transport/types.js';
-import { dialUnix } from '../../src/libvirt/transport/unix.js';
-import { DEFAULT_SOCKET, parseLibvirtUri } from '../../src/libvirt/transport/uri.js';
+import { parseLibvirtUri } from '../../src/libvirt/transport/uri.js';
 import { freePort, startSshd, type Sshd } from '../harness/sshd.js';
+import {
+  AUTH_LIST_REPLY,
+  authList,
+  dialFails,
+  eventually,
+  silentListener,
+  waitForClose,
+} from '../harness/transport-probes.js';
 
 const execFileAsync = promisify(execFile);
-
-// REMOTE_PROC_AUTH_LIST (66) as a call: len 28, prog 0x20008086, vers 1, proc 0x42,
-// type 0 (call), serial 1, status 0, no arguments.
-const AUTH_LIST_CALL = Buffer.from(
-  '0000001c' + '20008086' + '00000001' + '00000042' + '00000000' + '00000001' + '00000000',
-  'hex',
-);
-
-interface ReplyHeader {
-  length: number;
-  prog: number;
-  vers: number;
-  proc: number;
-  type: number;
-  serial: number;
-  status: number;
-}
-
-/** Writes AUTH_LIST and reads one whole reply frame back. */
-async function authList(stream: Duplex): Promise<ReplyHeader> {
-  let buf = Buffer.alloc(0);
-  const frame = await new Promise<Buffer>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('no reply within 5 s')), 5_000);
-    const onData = (chunk: Buffer): void => {
-      buf = Buffer.concat([buf, chunk]);
-      if (buf.length >= 4 && buf.length >= buf.readUInt32BE(0)) done(null, buf);
-    };
-    const onClose = (): void => done(new Error('stream closed before the reply'));
-    const done = (err: Error | null, frame?: Buffer): void => {
-      clearTimeout(timer);
-      stream
-        .removeListener('data', onData)
-        .removeListener('error', done)
-        .removeListener('close', onClose);
-      if (err === null && frame !== undefined) resolve(frame);
-      else reject(err ?? new Error('no frame'));
-    };
-    stream.on('data', onData).once('error', done).once('close', onClose);
-    stream.write(AUTH_LIST_CALL);
-  });
-  const word = (i: number): number => frame.readUInt32BE(i * 4);
-  return {
-    length: word(0),
-    prog: word(1),
-    vers: word(2),
-    proc: word(3),
-    type: word(4),
-    serial: word(5),
-    status: word(6),
-  };
-}
-
-const AUTH_LIST_REPLY = { prog: 0x20008086, vers: 1, proc: 0x42, type: 1, serial: 1, status: 0 };
-
-async function dialFails(uri: string, opts: DialOptions = {}): Promise<DialError> {
-  const outcome = await dialSsh(parseLibvirtUri(uri), opts).then(
-    (link) => {
-      link.close();
-      return new Error('dial unexpectedly succeeded');
-    },
-    (err: unknown) => err,
-  );
-  expect(outcome).toBeInstanceOf(DialError);
-  return outcome as DialError;
-}
-
-function waitForClose(stream: Duplex, ms: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`stream still open after ${ms} ms`)), ms);
-    stream.once('close', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-}
-
-async function eventually(check: () => Promise<boolean>, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await check()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  return check();
-}
-
-/** A TCP listener that accepts and never says a word (no SSH banner). */
-async function silentListener(): Promise<{ port: number; close(): Promise<void> }> {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((s) => {
-    sockets.add(s);
-    s.on('error', () => undefined);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address() as net.AddressInfo;
-  return {
-    port: address.port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 describe('dialSsh through a private sshd to the real libvirtd', () => {
   let sshd: Sshd;
@@ -317,64 +219,5 @@ describe('dialSsh through a private sshd to the real libvirtd', () => {
     } finally {
       await silent.close();
     }
-  });
-});
-
-describe('dialSsh host key algorithm choice', () => {
-  let sshd: Sshd;
-
-  beforeAll(async () => {
-    sshd = await startSshd({ hostKeyTypes: ['ed25519', 'ecdsa'] });
-  });
-  afterAll(async () => {
-    await sshd?.stop();
-  });
-
-  it('asks first for the key type known_hosts holds, whatever the server prefers', async () => {
-    for (const [i, key] of sshd.hostKeys.entries()) {
-      const file = path.join(sshd.dir, `known_hosts.only-${i}`);
-      await sshd.writeKnownHosts(file, [key]);
-      const link = await dialSsh(parseLibvirtUri(sshd.uri('/system', { known_hosts: file })), {
-        timeoutMs: 5_000,
-      });
-      expect(await authList(link.stream)).toMatchObject(AUTH_LIST_REPLY);
-      link.close();
-    }
-  });
-
-  it('reports a rotated host key as a mismatch', async () => {
-    await sshd.rotateHostKey();
-    const err = await dialFails(sshd.uri('/system'), { timeoutMs: 5_000 });
-    expect(err).toMatchObject({ stage: 'hostkey', reason: 'host_key_mismatch', kind: 'permanent' });
-  });
-});
-
-describe('dialUnix', () => {
-  it('carries AUTH_LIST to the local libvirtd socket', async () => {
-    const link = await dialUnix(DEFAULT_SOCKET, 'localhost', { timeoutMs: 5_000 });
-    try {
-      expect(await authList(link.stream)).toMatchObject(AUTH_LIST_REPLY);
-    } finally {
-      link.close();
-    }
-  });
-
-  it('reports a missing socket at the socket stage, transient', async () => {
-    const err = await dialUnix('/var/run/libvirt/no-such-sock', 'localhost', {
-      timeoutMs: 1_000,
-    }).then(
-      () => new Error('dial unexpectedly succeeded'),
-      (e: unknown) => e,
-    );
-    expect(err).toBeInstanceOf(DialError);
-    expect(err).toMatchObject({ stage: 'socket', reason: 'socket_unavailable', kind: 'transient' });
-  });
-
-  it('refuses to start with an aborted signal', async () => {
-    const err = await dialUnix(DEFAULT_SOCKET, 'localhost', { signal: AbortSignal.abort() }).then(
-      () => new Error('dial unexpectedly succeeded'),
-      (e: unknown) => e,
-    );
-    expect(err).toMatchObject({ stage: 'socket', reason: 'aborted' });
   });
 });

@@ -1,0 +1,87 @@
+// What bench/queue prints: a round per line as it ends, then the medians, the latencies, the
+// context of the empty processor, the CPU per job and the ratio against the target.
+import os from 'node:os';
+import { median } from '../lib/virsh-ssh.js';
+import { JOBS } from './args.js';
+import type { Round } from './round.js';
+
+const TARGET = 0.7;
+
+export const SIDES = [
+  { key: 'empty', label: 'BullMQ empty' },
+  { key: 'same', label: 'BullMQ same' },
+  { key: 'kvm2', label: 'kvm2' },
+] as const;
+export type SideKey = (typeof SIDES)[number]['key'];
+
+export function show(label: string, r: Round): string {
+  const cpu = Object.entries(r.cpuUs)
+    .map(([k, v]) => `${k} ${v.toFixed(0)}`)
+    .join(', ');
+  return (
+    `${label.padEnd(13)} ${r.throughput.toFixed(0).padStart(5)} jobs/s   ` +
+    `p50 ${r.p50.toFixed(0).padStart(5)} ms   p99 ${r.p99.toFixed(0).padStart(5)} ms   ` +
+    `wall ${r.wallMs.toFixed(0).padStart(5)} ms\n${''.padStart(23)}` +
+    `per job: cpu µs ${cpu}; redis commands sent ${r.sentPerJob.toFixed(1)}; ` +
+    `writes ${r.writesPerJob.toFixed(1)}`
+  );
+}
+
+function medianRound(rounds: readonly Round[]): Round {
+  const m = (f: (r: Round) => number): number => median(rounds.map(f));
+  return {
+    throughput: m((r) => r.throughput),
+    p50: m((r) => r.p50),
+    p99: m((r) => r.p99),
+    wallMs: m((r) => r.wallMs),
+    cpuUs: Object.fromEntries(
+      Object.keys(rounds[0]?.cpuUs ?? {}).map((k) => [k, m((r) => r.cpuUs[k] ?? NaN)]),
+    ),
+    sentPerJob: m((r) => r.sentPerJob),
+    writesPerJob: m((r) => r.writesPerJob),
+  };
+}
+
+export function load(): string {
+  return os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+}
+
+/** The summary of every side's timed rounds, against the target. */
+export function printSummary(results: Readonly<Record<SideKey, readonly Round[]>>): void {
+  const e = medianRound(results.empty);
+  const b = medianRound(results.same);
+  const k = medianRound(results.kvm2);
+  const perRound = results.kvm2.map((r, i) => r.throughput / (results.same[i]?.throughput ?? NaN));
+  console.log(`\n== summary (medians; load ${load()})`);
+  console.log(show('BullMQ empty', e));
+  console.log(show('BullMQ same', b));
+  console.log(show('kvm2', k));
+  console.log(
+    `latency (burst of ${JOBS}, enqueue → finished): kvm2 p50 ${k.p50.toFixed(0)} ms, ` +
+      `p99 ${k.p99.toFixed(0)} ms; BullMQ same p50 ${b.p50.toFixed(0)} ms, p99 ` +
+      `${b.p99.toFixed(0)} ms; BullMQ empty p50 ${e.p50.toFixed(0)} ms, p99 ${e.p99.toFixed(0)} ms`,
+  );
+  console.log(
+    `context: the no-op's four test-driver lookups over SSH cost bare BullMQ itself ` +
+      `${b.throughput.toFixed(0)} vs ${e.throughput.toFixed(0)} jobs/s = ` +
+      `${(b.throughput / e.throughput).toFixed(2)}× of an empty processor; kvm2 = ` +
+      `${(k.throughput / e.throughput).toFixed(2)}× of it`,
+  );
+  // The cores are saturated on both sides, so throughput follows the CPU a job costs all the
+  // processes on its path: a second reading of the ratio, less moved by a noisy neighbour.
+  const total = (r: Round): number => Object.values(r.cpuUs).reduce((x, y) => x + y, 0);
+  console.log(
+    `cpu per job, every process on the path: kvm2 ${total(k).toFixed(0)} µs vs BullMQ same ` +
+      `${total(b).toFixed(0)} µs: same ÷ kvm2 = ${(total(b) / total(k)).toFixed(2)}`,
+  );
+  const ratio = k.throughput / b.throughput;
+  console.log(
+    `queue: kvm2 ${k.throughput.toFixed(0)} jobs/s vs bare BullMQ doing the same no-op ` +
+      `${b.throughput.toFixed(0)} jobs/s = ${ratio.toFixed(2)}× (per round: ` +
+      `${perRound.map((x) => x.toFixed(2)).join(', ')}; target ≥ ${TARGET}: ` +
+      `${ratio >= TARGET ? 'met' : 'MISSED'})`,
+  );
+}

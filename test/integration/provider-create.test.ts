@@ -1,0 +1,163 @@
+// The provider's create, get and delete against the real libvirtd through the harness's sshd,
+// images from a real HTTP server on port 0, virsh as the independent witness: what a create
+// makes, a repeat create that changes nothing, the refusals, and a delete that leaves the base.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_SERIAL_LOG_DIR } from '../../src/provider/config/schema.js';
+import { newUid, serialLogFile } from '../../src/provider/core/ids.js';
+import type { Provider } from '../../src/provider/provider.js';
+import { KVM2_XMLNS } from '../../src/provider/xml/metadata.js';
+import { domainExists, poolVolumes } from '../harness/libvirt-objects.js';
+import { providerRig, SENTINEL } from '../harness/provider-rig.js';
+import { virsh, virshFails } from '../harness/virsh.js';
+
+const rig = providerRig();
+const { imageTag, instanceName, logLines } = rig;
+let dir: string;
+let provider: Provider;
+
+beforeAll(async () => {
+  ({ dir, provider } = await rig.start());
+}, 60_000);
+
+afterAll(() => rig.stop());
+
+describe('create, get, delete', () => {
+  it('creates a running instance: overlay backed by the base, seed read-only, metadata', async () => {
+    const name = instanceName();
+    const uid = newUid();
+    const before = await poolVolumes();
+    const inst = await provider.create({
+      host: 'h1',
+      name,
+      uid,
+      image: imageTag,
+      tag: 'pv-test',
+      userData: `#cloud-config\n# ${SENTINEL}\n`,
+    });
+    expect(inst).toMatchObject({
+      id: `h1/${name}`,
+      host: 'h1',
+      name,
+      uid,
+      tag: 'pv-test',
+      image: imageTag,
+    });
+    expect(['running', 'provisioning']).toContain(inst.state);
+    expect((await virsh(['domstate', name])).trim()).toBe('running');
+
+    const overlay = await virsh(['vol-dumpxml', '--pool', 'default', `kvm2-${name}.qcow2`]);
+    const basePath = /<backingStore>\s*<path>([^<]+)<\/path>/.exec(overlay)?.[1];
+    expect(basePath).toMatch(/\/kvm2-base-[0-9a-f]{64}\./);
+    expect(overlay).toMatch(/<format type='qcow2'\/>/);
+
+    const xml = await virsh(['dumpxml', name]);
+    const seedPath = (
+      await virsh(['vol-path', '--pool', 'default', `kvm2-${name}-seed.iso`])
+    ).trim();
+    const seedDisk = new RegExp(
+      `<disk type='file' device='disk'>(?:(?!</disk>)[\\s\\S])*<source file='${seedPath}'(?:(?!</disk>)[\\s\\S])*<readonly/>`,
+    );
+    expect(xml).toMatch(seedDisk);
+    const meta = await virsh(['metadata', name, '--uri', KVM2_XMLNS]);
+    expect(meta).toContain(`uid="${uid}"`);
+    // The serial console's file, by default in libvirt's qemu log directory, made at start.
+    const serialLog = serialLogFile(DEFAULT_SERIAL_LOG_DIR, name);
+    expect(xml).toContain(`<log file='${serialLog}' append='off'/>`);
+    expect(fs.statSync(serialLog).isFile()).toBe(true);
+
+    const after = await poolVolumes();
+    const added = after.filter((v) => !before.includes(v));
+    expect(added).toEqual(expect.arrayContaining([`kvm2-${name}-seed.iso`, `kvm2-${name}.qcow2`]));
+
+    // get: identity read back from libvirt's metadata
+    const got = await provider.get(`h1/${name}`);
+    expect(got).toMatchObject({ uid, createdAt: inst.createdAt, tag: 'pv-test', image: imageTag });
+    expect(Date.parse(got.createdAt)).toBeGreaterThan(Date.now() - 120_000);
+
+    // a repeat create with the same uid changes nothing: same domain, same files (inode and
+    // modification time: a volume deleted and made again would differ)
+    const uuidBefore = (await virsh(['domuuid', name])).trim();
+    const overlayPath = (
+      await virsh(['vol-path', '--pool', 'default', `kvm2-${name}.qcow2`])
+    ).trim();
+    const fileState = (p: string): string => {
+      const st = fs.statSync(p);
+      return `${st.ino}:${st.mtimeMs}`;
+    };
+    const filesBefore = [fileState(overlayPath), fileState(seedPath)];
+    const again = await provider.create({ host: 'h1', name, uid, image: imageTag, tag: 'pv-test' });
+    expect(again.uid).toBe(uid);
+    expect(again.createdAt).toBe(inst.createdAt);
+    expect((await virsh(['domuuid', name])).trim()).toBe(uuidBefore);
+    expect([fileState(overlayPath), fileState(seedPath)]).toEqual(filesBefore);
+    expect(await poolVolumes()).toEqual(after);
+
+    // another uid is refused, and the instance is untouched
+    await expect(
+      provider.create({ host: 'h1', name, uid: newUid(), image: imageTag }),
+    ).rejects.toMatchObject({ code: 'ERR_UID_CONFLICT', kind: 'permanent' });
+    expect((await virsh(['domuuid', name])).trim()).toBe(uuidBefore);
+
+    // delete: no domain, no overlay or seed; the base stays; delete again succeeds
+    await provider.delete(`h1/${name}`);
+    expect(await domainExists(name)).toBe(false);
+    const gone = await poolVolumes();
+    expect(gone).not.toContain(`kvm2-${name}.qcow2`);
+    expect(gone).not.toContain(`kvm2-${name}-seed.iso`);
+    expect(gone).toContain(path.basename(basePath!));
+    await provider.delete(`h1/${name}`);
+    await expect(provider.get(`h1/${name}`)).rejects.toMatchObject({ kind: 'not_found' });
+  }, 90_000);
+
+  it('refuses a foreign domain of the same name in create and delete, and leaves it untouched', async () => {
+    const name = instanceName();
+    const file = path.join(dir, `${name}.xml`);
+    fs.writeFileSync(
+      file,
+      `<domain type='qemu'><name>${name}</name><memory unit='MiB'>32</memory><os><type arch='x86_64'>hvm</type></os></domain>`,
+    );
+    await virsh(['define', file]);
+    try {
+      const uuid = (await virsh(['domuuid', name])).trim();
+      await expect(
+        provider.create({ host: 'h1', name, uid: newUid(), image: imageTag }),
+      ).rejects.toMatchObject({ code: 'ERR_FOREIGN_DOMAIN', kind: 'permanent' });
+      await expect(provider.delete(`h1/${name}`)).rejects.toMatchObject({
+        code: 'ERR_FOREIGN_DOMAIN',
+        kind: 'permanent',
+      });
+      await expect(provider.get(`h1/${name}`)).rejects.toMatchObject({
+        code: 'ERR_FOREIGN_DOMAIN',
+      });
+      expect((await virsh(['domuuid', name])).trim()).toBe(uuid);
+      expect(await poolVolumes()).not.toContain(`kvm2-${name}.qcow2`);
+    } finally {
+      await virsh(['undefine', name]).catch(() => undefined);
+    }
+  });
+
+  it('rejects bad requests with the field named and nothing made', async () => {
+    const before = await poolVolumes();
+    await expect(
+      provider.create({ host: 'h1', name: 'Bad_Name', uid: newUid(), image: imageTag }),
+    ).rejects.toThrow(/request\.name: must be a DNS label/);
+    await expect(
+      provider.create({ host: 'h1', name: 'ok-name', uid: 'not-a-uid', image: imageTag }),
+    ).rejects.toMatchObject({ code: 'ERR_INVALID_REQUEST', kind: 'permanent' });
+    await expect(
+      provider.create({ host: 'nope', name: 'ok-name', uid: newUid(), image: imageTag }),
+    ).rejects.toMatchObject({ code: 'ERR_UNKNOWN_HOST', kind: 'permanent' });
+    await expect(
+      provider.create({ host: 'h1', name: 'ok-name', uid: newUid(), image: 'nope' }),
+    ).rejects.toMatchObject({ code: 'ERR_UNKNOWN_IMAGE', kind: 'permanent' });
+    expect(await poolVolumes()).toEqual(before);
+    expect(await virshFails(['dominfo', 'ok-name'])).toMatch(/failed to get domain/);
+  });
+
+  it('a host no longer configured: delete succeeds with a warning', async () => {
+    await provider.delete('gone-host/some-vm');
+    expect(logLines.some((l) => JSON.stringify(l).includes('host is not configured'))).toBe(true);
+  });
+});

@@ -1,0 +1,57 @@
+// The producer when Redis cannot be reached: how fast it gives up and what its error says.
+import net from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Kvm2Client } from '../../queues/client.js';
+import { Kvm2Error } from '../../src/errors/error.js';
+import { request } from '../harness/queue-requests.js';
+import { redisScope, type RedisScope } from '../harness/redis.js';
+
+let scope: RedisScope;
+
+beforeAll(async () => {
+  scope = await redisScope('queue-unreachable');
+});
+
+afterAll(async () => {
+  await scope.cleanup();
+});
+
+describe('Redis unreachable', () => {
+  let port = 0;
+
+  beforeAll(async () => {
+    // A port that was just free and is closed again: connections are refused.
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as net.AddressInfo).port;
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  const closing: Kvm2Client[] = [];
+  afterEach(async () => {
+    await Promise.all(closing.splice(0).map((c) => c.close()));
+  });
+
+  it('fails fast with a clear error and no password in it', async () => {
+    const offline = new Kvm2Client({
+      redisUrl: `redis://:s3cret@127.0.0.1:${port}`,
+      prefix: scope.prefix,
+    });
+    closing.push(offline);
+    const started = Date.now();
+    const err = await offline.create(request('web-1')).catch((e: unknown) => e);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(err).toBeInstanceOf(Kvm2Error);
+    expect((err as Kvm2Error).code).toBe('ERR_REDIS_UNAVAILABLE');
+    expect((err as Kvm2Error).kind).toBe('transient');
+    expect((err as Kvm2Error).message).toContain(`127.0.0.1:${port}`);
+    expect((err as Kvm2Error).message).not.toContain('s3cret');
+
+    // And again while ioredis reconnects in the background.
+    const again = Date.now();
+    await expect(offline.delete('h1/web-1')).rejects.toMatchObject({
+      code: 'ERR_REDIS_UNAVAILABLE',
+    });
+    expect(Date.now() - again).toBeLessThan(2_000);
+  });
+});

@@ -1,0 +1,117 @@
+// The results stream against the real Redis: what upstream applications read from it through
+// their consumer groups, and what a producer's waitFor resolves with.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Kvm2Client } from '../../queues/client.js';
+import { Kvm2Error } from '../../src/errors/error.js';
+import { ackResults, ensureResultsGroup, readResults } from '../../queues/result-readers.js';
+import { appendResult } from '../../queues/results.js';
+import { request, result } from '../harness/queue-requests.js';
+import { redisScope, type RedisScope } from '../harness/redis.js';
+
+let scope: RedisScope;
+let client: Kvm2Client;
+
+beforeAll(async () => {
+  scope = await redisScope('queue-results');
+  client = new Kvm2Client({ redisUrl: scope.url, prefix: scope.prefix });
+});
+
+afterAll(async () => {
+  await client.close();
+  await scope.cleanup();
+});
+
+describe('results stream', () => {
+  it('delivers each result once per consumer group, until acknowledged', async () => {
+    await ensureResultsGroup(scope.redis, scope.prefix, 'app-a');
+    await ensureResultsGroup(scope.redis, scope.prefix, 'app-b');
+    await ensureResultsGroup(scope.redis, scope.prefix, 'app-a'); // exists: no error
+    const jobId = randomUUID();
+    await appendResult(scope.redis, scope.prefix, {
+      ...result(jobId, 'succeeded'),
+      state: 'running',
+      address: '192.0.2.7',
+      traceContext: { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' },
+    });
+    const read = (group: string) =>
+      readResults(scope.redis, scope.prefix, { group, consumer: 'c1' });
+
+    const a = await read('app-a');
+    expect(a).toHaveLength(1);
+    expect(a[0]).toMatchObject({
+      jobId,
+      op: 'create',
+      outcome: 'succeeded',
+      attempt: 1,
+      instanceId: 'h1/x',
+      state: 'running',
+      address: '192.0.2.7',
+      traceContext: { traceparent: expect.stringMatching(/^00-4bf9/) as string },
+    });
+    expect(await read('app-a')).toHaveLength(0);
+    expect(await read('app-b')).toHaveLength(1);
+
+    // Unacknowledged: redelivered to the consumer's pending read; acknowledged: gone.
+    const pending = await readResults(scope.redis, scope.prefix, {
+      group: 'app-a',
+      consumer: 'c1',
+      pending: true,
+    });
+    expect(pending.map((r) => r.jobId)).toEqual([jobId]);
+    expect(await ackResults(scope.redis, scope.prefix, 'app-a', [a[0]?.streamId ?? ''])).toBe(1);
+    expect(
+      await readResults(scope.redis, scope.prefix, {
+        group: 'app-a',
+        consumer: 'c1',
+        pending: true,
+      }),
+    ).toHaveLength(0);
+  });
+
+  it('waitFor resolves with a final result appended after it started', async () => {
+    const { jobId } = await client.create(request('wait-1', 'h6'));
+    const waiting = client.waitFor(jobId, { timeoutMs: 5_000 });
+    await new Promise((r) => setTimeout(r, 100));
+    await appendResult(scope.redis, scope.prefix, result(jobId, 'retrying'));
+    await appendResult(scope.redis, scope.prefix, result(randomUUID(), 'succeeded'));
+    await appendResult(scope.redis, scope.prefix, {
+      ...result(jobId, 'succeeded'),
+      attempt: 2,
+    });
+    const done = await waiting;
+    expect(done).toMatchObject({ jobId, outcome: 'succeeded', attempt: 2 });
+  });
+
+  it('waitFor resolves with a final result appended before it started', async () => {
+    const { jobId } = await client.create(request('wait-2', 'h6'));
+    await appendResult(scope.redis, scope.prefix, result(jobId, 'superseded'));
+    await expect(client.waitFor(jobId, { timeoutMs: 2_000 })).resolves.toMatchObject({
+      outcome: 'superseded',
+    });
+    // A job this client did not enqueue: found by looking back through the stream.
+    const other = randomUUID();
+    await appendResult(scope.redis, scope.prefix, result(other, 'failed'));
+    for (let i = 0; i < 600; i += 1) {
+      await appendResult(scope.redis, scope.prefix, result(randomUUID(), 'retrying'));
+    }
+    await expect(client.waitFor(other, { timeoutMs: 2_000 })).resolves.toMatchObject({
+      outcome: 'failed',
+    });
+  });
+
+  it('waitFor times out, and stops when its signal aborts', async () => {
+    const started = Date.now();
+    const timedOut = await client
+      .waitFor(randomUUID(), { timeoutMs: 300 })
+      .catch((e: unknown) => e);
+    expect(timedOut).toBeInstanceOf(Kvm2Error);
+    expect((timedOut as Kvm2Error).code).toBe('ERR_WAIT_TIMEOUT');
+    expect(Date.now() - started).toBeLessThan(1_500);
+
+    const controller = new AbortController();
+    const waiting = client.waitFor(randomUUID(), { signal: controller.signal });
+    setTimeout(() => controller.abort(new Error('caller left')), 200);
+    await expect(waiting).rejects.toThrow('caller left');
+  });
+});
