@@ -5,6 +5,7 @@ const REDIS_ONLY = [
   'test/integration/redis-coalesce.test.ts',
   'test/integration/lua-script.test.ts',
   'test/integration/gc-race.test.ts',
+  'test/integration/board-requests.test.ts',
   'test/integration/queues.test.ts',
   'test/integration/queue-results.test.ts',
   'test/integration/queue-redis-unreachable.test.ts',

@@ -4,25 +4,47 @@
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import {
-  redactField,
-  redactScheduler,
-  scrubFailure,
-  scrubText,
-  secretFragments,
-} from './redaction.js';
+import { redactField, redactScheduler, Scrubber } from './redaction.js';
+
+/**
+ * How many jobs' scrubbers an adapter keeps. The page polls every few seconds and shows at most
+ * a few hundred jobs; beyond that the least recently used is made again when next needed.
+ */
+const SCRUBBERS_KEPT = 1_000;
+
+/**
+ * Each job's scrubber, made once. A job's data never changes under one id and timestamp (the
+ * board refuses edits, and a job id used again after removal comes with a new timestamp).
+ */
+class ScrubberCache {
+  readonly #kept = new Map<string, Scrubber>();
+
+  for(job: Job): Scrubber {
+    const key = `${job.id ?? ''}\u0000${job.timestamp}`;
+    let scrubber = this.#kept.get(key);
+    if (scrubber === undefined) {
+      scrubber = Scrubber.forJob(job.name, job.data);
+      if (this.#kept.size >= SCRUBBERS_KEPT) {
+        this.#kept.delete(this.#kept.keys().next().value as string);
+      }
+    } else {
+      this.#kept.delete(key);
+    }
+    this.#kept.set(key, scrubber);
+    return scrubber;
+  }
+}
 
 /**
  * The job, rendering its failure text without its own secrets. bull-board builds what it
  * shows from `job.toJSON()` (BullMQ never calls it itself), so only the rendering changes; the
  * override is not enumerable because toJSON spreads the job's own properties.
  */
-function withScrubbedFailure(job: Job): Job {
-  const fragments = secretFragments(job.name, job.data);
-  if (fragments.length === 0) return job;
+function withScrubbedFailure(job: Job, scrubber: Scrubber): Job {
+  if (scrubber.empty) return job;
   const toJSON = job.toJSON.bind(job);
   Object.defineProperty(job, 'toJSON', {
-    value: () => scrubFailure(toJSON(), fragments),
+    value: () => scrubber.scrubFailure(toJSON()),
     enumerable: false,
   });
   return job;
@@ -30,6 +52,8 @@ function withScrubbedFailure(job: Job): Job {
 
 /** BullMQAdapter whose every read of a job, its logs or a scheduler is redacted. */
 export class RedactingBullMQAdapter extends BullMQAdapter {
+  readonly #scrubbers = new ScrubberCache();
+
   constructor(queue: Queue, options: { readonly readOnlyMode: boolean }) {
     super(queue, { readOnlyMode: options.readOnlyMode });
     this.setFormatter('data', redactField);
@@ -39,19 +63,19 @@ export class RedactingBullMQAdapter extends BullMQAdapter {
 
   override async getJob(id: string): Promise<Job | undefined> {
     const job = await super.getJob(id);
-    return job === undefined ? undefined : withScrubbedFailure(job);
+    return job === undefined ? undefined : withScrubbedFailure(job, this.#scrubbers.for(job));
   }
 
   override async getJobs(...args: Parameters<BullMQAdapter['getJobs']>): Promise<Job[]> {
     const jobs = await super.getJobs(...args);
-    return jobs.map(withScrubbedFailure);
+    return jobs.map((job) => withScrubbedFailure(job, this.#scrubbers.for(job)));
   }
 
   /** Job logs are free text a worker wrote (SPEC §8 forbids user-data there; this is the net). */
   override async getJobLogs(id: string): Promise<string[]> {
     const [logs, job] = await Promise.all([super.getJobLogs(id), super.getJob(id)]);
-    const fragments = job === undefined ? [] : secretFragments(job.name, job.data);
-    return logs.map((line) => scrubText(line, fragments));
+    const scrubber = job === undefined ? Scrubber.EMPTY : this.#scrubbers.for(job);
+    return logs.map((line) => scrubber.scrub(line));
   }
 
   /** bull-board lists a scheduler's template raw, data included. */

@@ -35,46 +35,102 @@ function secretValues(name: string, data: unknown): string[] {
 
 /**
  * What to cut out of free text: each secret whole and each of its lines, when long enough to be
- * telling (an error message often quotes one line of a YAML document). Longest first, so a
- * whole value is replaced before its lines.
+ * telling (an error message often quotes one line of a YAML document).
  */
-export function secretFragments(name: string, data: unknown): string[] {
+function secretFragments(name: string, data: unknown): Set<string> {
   const fragments = new Set<string>();
   for (const value of secretValues(name, data)) {
     for (const fragment of [value, ...value.split(/\r?\n/).map((line) => line.trim())]) {
       if (fragment.length >= MIN_FRAGMENT_LENGTH) fragments.add(fragment);
     }
   }
-  return [...fragments].sort((a, b) => b.length - a.length);
+  return fragments;
 }
 
-/** The text with every fragment replaced by `[redacted]`. */
-export function scrubText(text: string, fragments: readonly string[]): string {
-  let scrubbed = text;
-  for (const fragment of fragments) scrubbed = scrubbed.split(fragment).join(REDACTED);
-  return scrubbed;
-}
+/** How many scrubbed texts a scrubber remembers: a failure's reason, its stack, a few logs. */
+const RECENT_TEXTS = 16;
 
 interface FailureText {
   readonly failedReason: string;
   readonly stacktrace: string[] | null;
 }
 
-/** A job's failure text (BullMQ's failedReason and stack trace) with its secrets scrubbed. */
-export function scrubFailure<J extends FailureText>(job: J, fragments: readonly string[]): J {
-  if (fragments.length === 0) return job;
-  return {
-    ...job,
-    // BullMQ leaves failedReason undefined on a job that never failed, whatever its type says.
-    failedReason:
-      typeof job.failedReason === 'string'
-        ? scrubText(job.failedReason, fragments)
-        : job.failedReason,
-    stacktrace:
-      job.stacktrace?.map((line) =>
-        typeof line === 'string' ? scrubText(line, fragments) : line,
-      ) ?? job.stacktrace,
-  };
+/**
+ * Cuts one job's secrets out of text. Made once per job (the board caches it): user-data at its
+ * 1 MiB limit has tens of thousands of lines, and trying each of them against every text on
+ * every poll blocked the board for a tenth of a second per job. Fragments are indexed by their
+ * first MIN_FRAGMENT_LENGTH characters, so a scan looks each position of the text up once, and
+ * takes the longest fragment that starts there (a whole value before its first line).
+ */
+export class Scrubber {
+  static readonly EMPTY = new Scrubber(new Set());
+
+  readonly #byPrefix = new Map<string, string[]>();
+  /** The last texts scrubbed: a poll shows the same failure text as the one before. */
+  readonly #recent = new Map<string, string>();
+
+  constructor(fragments: ReadonlySet<string>) {
+    for (const fragment of fragments) {
+      const key = fragment.slice(0, MIN_FRAGMENT_LENGTH);
+      const list = this.#byPrefix.get(key);
+      if (list === undefined) this.#byPrefix.set(key, [fragment]);
+      else list.push(fragment);
+    }
+    for (const list of this.#byPrefix.values()) list.sort((a, b) => b.length - a.length);
+  }
+
+  /** The scrubber for a job's secrets, as the registry's redaction names them. */
+  static forJob(name: string, data: unknown): Scrubber {
+    const fragments = secretFragments(name, data);
+    return fragments.size === 0 ? Scrubber.EMPTY : new Scrubber(fragments);
+  }
+
+  get empty(): boolean {
+    return this.#byPrefix.size === 0;
+  }
+
+  /** The text with every fragment replaced by `[redacted]`. */
+  scrub(text: string): string {
+    if (this.empty || text.length < MIN_FRAGMENT_LENGTH) return text;
+    const known = this.#recent.get(text);
+    if (known !== undefined) return known;
+    const scrubbed = this.#scan(text);
+    if (this.#recent.size >= RECENT_TEXTS) this.#recent.clear();
+    this.#recent.set(text, scrubbed);
+    return scrubbed;
+  }
+
+  #scan(text: string): string {
+    let out = '';
+    let copied = 0;
+    let at = 0;
+    while (at <= text.length - MIN_FRAGMENT_LENGTH) {
+      const candidates = this.#byPrefix.get(text.slice(at, at + MIN_FRAGMENT_LENGTH));
+      const match = candidates?.find((fragment) => text.startsWith(fragment, at));
+      if (match === undefined) {
+        at += 1;
+        continue;
+      }
+      out += text.slice(copied, at) + REDACTED;
+      at += match.length;
+      copied = at;
+    }
+    return copied === 0 ? text : out + text.slice(copied);
+  }
+
+  /** A job's failure text (BullMQ's failedReason and stack trace) with its secrets scrubbed. */
+  scrubFailure<J extends FailureText>(job: J): J {
+    if (this.empty) return job;
+    return {
+      ...job,
+      // BullMQ leaves failedReason undefined on a job that never failed, whatever its type says.
+      failedReason:
+        typeof job.failedReason === 'string' ? this.scrub(job.failedReason) : job.failedReason,
+      stacktrace:
+        job.stacktrace?.map((line) => (typeof line === 'string' ? this.scrub(line) : line)) ??
+        job.stacktrace,
+    };
+  }
 }
 
 interface SchedulerLike {

@@ -1,9 +1,9 @@
 // The Bull Board dashboard (`kvm2 board`, SPEC §8): every kvm2 queue, user-data and
 // network-config redacted, Basic auth as the config says (§2), optionally read-only.
 //
-// Layout: one Express app. Basic auth runs first, on every path, static files included;
-// bull-board's own app is mounted at `/` and told the same base path (STACK-NOTES: they
-// must match, or the UI asks for its assets and API in the wrong place).
+// Layout: one Express app. The Host and Origin checks run first, then Basic auth, on every
+// path, static files included; bull-board's own app is mounted at `/` and told the same base
+// path (STACK-NOTES: they must match, or the UI asks for its assets and API in the wrong place).
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,7 +18,8 @@ import type { Kvm2Config } from '../src/provider/config/schema.js';
 import { isLoopback, type ListenAddress } from '../src/provider/config/values.js';
 import { createBoardQueues, type BoardQueues } from './adapters.js';
 import { basicAuth } from './auth.js';
-import { writePolicy } from './write-policy.js';
+import { requestGuard } from './request-guard.js';
+import { apiPolicy } from './api-policy.js';
 import { createLogger } from '../workers/logger.js';
 
 /** Where bull-board is mounted, and so its base path. */
@@ -65,11 +66,12 @@ function createApp(config: Kvm2Config, queues: BoardQueues, logger: Logger): exp
     serverAdapter,
     options: {
       uiConfig: { boardTitle: 'kvm2' },
-      handlerHooks: { before: writePolicy({ readOnly: config.board.readOnly }) },
+      handlerHooks: { before: apiPolicy({ readOnly: config.board.readOnly }) },
     },
   });
   const app = express();
   app.disable('x-powered-by');
+  app.use(requestGuard({ allowedHosts: config.board.allowedHosts }));
   if (config.board.auth !== undefined) app.use(basicAuth(config.board.auth));
   app.use(BASE_PATH, serverAdapter.getRouter() as express.Router);
   app.use(errorResponder(logger));

@@ -195,7 +195,7 @@ async function onError(
   report: (outcome: JobResult['outcome'], fields: ResultFields) => Promise<JobReturn>,
 ): Promise<Step> {
   const { services: env, job, signal, span, attempt } = context;
-  if (err instanceof KeyBusyError) return busyDelay();
+  if (err instanceof KeyBusyError) return busyDelay(Date.now() - job.timestamp);
   if (signal.aborted && env.releasing()) return delay(0, 'shutdown');
   if (err instanceof UnrecoverableError) {
     await report('failed', { errorKind: 'permanent', message: err.message });

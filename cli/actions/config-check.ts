@@ -1,6 +1,8 @@
 // kvm2 config check: load and validate the configuration without dialing anything, print its
-// warnings and a summary. Credentials never show: the Redis URL's password and any password
-// in a libvirt URI are left out, and the board's credentials are only said to be set.
+// warnings and a summary. Credentials never show: the Redis URL's credentials, a libvirt URI's
+// password and image URLs' userinfo and query values are hidden (redactUrl), and the board's
+// credentials are only said to be set.
+import { redactUrl } from '../../src/errors/redact-url.js';
 import { ConfigError, configWarnings, resolveConfigPath } from '../../src/provider/config/load.js';
 import type { Kvm2Config } from '../../src/provider/config/schema.js';
 import type { ParsedArgs } from '../options/args.js';
@@ -9,39 +11,15 @@ import { EXIT } from '../terminal/errors.js';
 import { formatBytes, formatDuration, keyValues, table } from '../terminal/format.js';
 import { printJson, type CliIo } from '../terminal/io.js';
 
-/** `redis://user@host:6379/2`: the URL without its password. */
-export function redactedRedis(url: string): string {
-  try {
-    const u = new URL(url);
-    const user = u.username === '' ? '' : `${u.username}@`;
-    const db = u.pathname === '' || u.pathname === '/' ? '' : u.pathname;
-    return `${u.protocol}//${user}${u.hostname}:${u.port === '' ? '6379' : u.port}${db}`;
-  } catch {
-    return '(unparsable URL)';
-  }
-}
-
-/** A libvirt URI with any password removed. */
-function redactedUri(uri: string): string {
-  try {
-    const u = new URL(uri);
-    if (u.password === '') return uri;
-    u.password = '';
-    return u.toString();
-  } catch {
-    return uri;
-  }
-}
-
 function summary(config: Kvm2Config, file: string | undefined, warnings: readonly string[]) {
   return {
     valid: true,
     file: file ?? null,
     warnings,
-    redis: { endpoint: redactedRedis(config.redis.url), prefix: config.redis.prefix },
+    redis: { endpoint: redactUrl(config.redis.url), prefix: config.redis.prefix },
     hosts: config.hosts.map((h) => ({
       name: h.name,
-      uri: redactedUri(h.uri),
+      uri: redactUrl(h.uri),
       zone: h.zone ?? null,
       pool: h.pool,
       network: h.network ?? null,
@@ -52,7 +30,7 @@ function summary(config: Kvm2Config, file: string | undefined, warnings: readonl
     })),
     images: Object.entries(config.images).map(([name, image]) => ({
       name,
-      url: image.url,
+      url: redactUrl(image.url),
       format: image.format,
       sha256: image.sha256 ?? null,
     })),

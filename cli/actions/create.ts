@@ -46,7 +46,7 @@ export async function run(args: ParsedArgs, io: CliIo): Promise<number> {
 
   const config = await loadCliConfig(args, io);
   if (host !== undefined) configuredHost(config, host, '--host');
-  if (config.images[image] === undefined) {
+  if (!Object.hasOwn(config.images, image)) {
     const known = Object.keys(config.images);
     throw new CliError(
       `--image: image '${image}' is not in the configuration (images: ${known.length === 0 ? 'none' : known.join(', ')})`,

@@ -68,6 +68,16 @@ export const DIAL_ROWS: readonly DialRow[] = [
     'sshd or libvirtd refused authentication (keys, AUTH_FAILED, ACCESS_DENIED, no supported auth type).',
   ),
   D(
+    '*/key_unreadable',
+    'transient',
+    'The client key file could not be read or holds no key now (a rotation writing it, a mount away): it is read again at the next dial.',
+  ),
+  D(
+    '*/known_hosts_unreadable',
+    'transient',
+    'The known_hosts file could not be read now, so the host key was neither vouched for nor refused: it is read again at the next dial.',
+  ),
+  D(
     '*/forward_prohibited',
     'permanent',
     'sshd refuses to forward to the socket ("administratively prohibited"): its configuration needs a person.',

@@ -129,6 +129,20 @@ const dialErrors: Record<string, () => DialError> = {
         level: 'client-authentication',
       }),
     }),
+  '*/key_unreadable': () =>
+    new DialError(
+      'ssh hv1:22: cannot read key file /etc/kvm2/id_ed25519 (ENOENT)',
+      'auth',
+      'hv1',
+      'key_unreadable',
+    ),
+  '*/known_hosts_unreadable': () =>
+    new DialError(
+      'ssh hv1:22: host key not checked (known_hosts /etc/kvm2/known_hosts unreadable: EACCES)',
+      'hostkey',
+      'hv1',
+      'known_hosts_unreadable',
+    ),
   '*/forward_prohibited': () =>
     new DialError(
       'ssh hv1:22: cannot open /var/run/libvirt/libvirt-sock on the host (administratively prohibited)',

@@ -93,7 +93,7 @@ describe('config check', () => {
       kvm2(['config', 'check', '--config', bad]),
     ]);
     expect(ok.code).toBe(0);
-    expect(ok.stdout).toContain('redis://kvm2@redis.internal:6380/2');
+    expect(ok.stdout).toContain('redis://***:***@redis.internal:6380/2');
     expect(ok.stdout).toMatch(/^hv1\s+rack-a\s+default\s+default/m);
     expect(okJson.code).toBe(0);
     expect(JSON.parse(okJson.stdout)).toMatchObject({

@@ -81,6 +81,9 @@ const EXPECTED_KIND: Readonly<Record<string, ErrorKind | 'derived'>> = {
   'dial */host_key_unknown': 'permanent',
   'dial */host_key_mismatch': 'permanent',
   'dial */auth_failed': 'permanent',
+  // A file mid-rotation is read again at the next dial; only the server's verdict is final.
+  'dial */key_unreadable': 'transient',
+  'dial */known_hosts_unreadable': 'transient',
   'dial */forward_prohibited': 'permanent',
   // Node and undici: sockets that broke or could not be had are passing; a full disk is out
   // of space; refused access, a missing file and a bad certificate stay so.

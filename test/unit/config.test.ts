@@ -54,7 +54,11 @@ describe('the embedded default', () => {
       timeout: 20_000,
       poolLowSpaceBytes: 10 * 2 ** 30,
     });
-    expect(config.board).toEqual({ listen: { host: '127.0.0.1', port: 3000 }, readOnly: false });
+    expect(config.board).toEqual({
+      listen: { host: '127.0.0.1', port: 3000 },
+      readOnly: false,
+      allowedHosts: [],
+    });
   });
 
   it('is used when KVM2_CONFIG is empty', async () => {

@@ -159,3 +159,29 @@ describe('a create request, parsed once per process', () => {
     expect(() => parseCreateRequest({ ...raw, name: 'Not A Name' })).toThrow(/request\.name/);
   });
 });
+
+describe('what the domain XML will carry, refused at enqueue', () => {
+  // Passed here, a tag or image name with a control character would fail only when the domain
+  // XML is built, after the base image, overlay and seed were made (and left behind).
+  it.each([
+    ['tag', 'ci\u0007'],
+    ['tag', 'line\nbreak'],
+    ['tag', 'nul\u0000'],
+    ['tag', 'bad\ufffe'],
+    ['image', 'debian\u001b[31m'],
+    ['image', 'lone\ud800'],
+  ])('%s %j', (field, value) => {
+    const err = refusal('create', { ...good.create, [field]: value });
+    expect(err.code).toBe('ERR_INVALID_JOB');
+    expect(err.kind).toBe('permanent');
+    expect(err.message).toContain(`${field}: must not contain control characters`);
+    expect(() =>
+      parseCreateRequest({ ...good.create, [field]: value, generation: undefined }),
+    ).toThrow(/request\.(tag|image): must not contain control characters/);
+  });
+
+  it('takes a tag with spaces, punctuation and any printable Unicode', () => {
+    const tag = 'team: egress / eu-west ✓ (ü)';
+    expect(validateJob('create', { ...good.create, tag }).tag).toBe(tag);
+  });
+});

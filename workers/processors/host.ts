@@ -51,7 +51,7 @@ async function underInstanceLock(
     run.controller,
   );
   if (begun.state === 'superseded') return superseded(base, begun.latest);
-  if (begun.state === 'busy') return busyDelay();
+  if (begun.state === 'busy') return busyDelay(Date.now() - run.job.timestamp);
   const lease = begun.lease;
   let step: Step;
   try {

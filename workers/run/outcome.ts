@@ -37,7 +37,17 @@ export function delay(ms: number, reason: DelayReason): Step {
   return { type: 'delay', ms, reason };
 }
 
-/** A busy key is retried soon, spread so that waiters do not come back together. */
-export function busyDelay(): Step {
-  return delay(200 + Math.floor(Math.random() * 800), 'busy');
+/** The first and the longest wait of a job that finds a key busy. */
+export const BUSY_DELAY_MIN_MS = 200;
+export const BUSY_DELAY_MAX_MS = 10_000;
+
+/**
+ * A busy key is retried after a quarter of the time the job has waited since it was enqueued,
+ * from 0.2 s up to 10 s, jittered by half so waiters do not come back together. An instance
+ * busy for a moment is retried at once; a create waiting out another's 20-minute image fill
+ * comes back a few hundred times, not thousands.
+ */
+export function busyDelay(waitedMs: number): Step {
+  const step = Math.min(BUSY_DELAY_MAX_MS, Math.max(BUSY_DELAY_MIN_MS, waitedMs / 4));
+  return delay(Math.round(step / 2 + Math.random() * (step / 2)), 'busy');
 }

@@ -12,6 +12,10 @@ export type DialReason =
   | 'host_key_unknown'
   | 'host_key_mismatch'
   | 'auth_failed'
+  /** The client key file could not be read or parsed now (mid-rotation, say): read again next dial. */
+  | 'key_unreadable'
+  /** The known_hosts file could not be read now: the host key is neither known nor refused. */
+  | 'known_hosts_unreadable'
   | 'unreachable'
   | 'socket_unavailable'
   /** sshd will not forward to the socket: "administratively prohibited" (ssh2 reason 1). */

@@ -36,7 +36,9 @@ const ALGORITHMS_BY_KEY_TYPE: Readonly<Record<string, readonly ServerHostKeyAlgo
  * them, so a host known by its ed25519 key is not called unknown because rsa was offered first.
  */
 export function hostKeyAlgorithmsFor(knownTypes: readonly string[]): ServerHostKeyAlgorithm[] {
-  const preferred = knownTypes.flatMap((t) => ALGORITHMS_BY_KEY_TYPE[t] ?? []);
+  const preferred = knownTypes.flatMap((t) =>
+    Object.hasOwn(ALGORITHMS_BY_KEY_TYPE, t) ? (ALGORITHMS_BY_KEY_TYPE[t] ?? []) : [],
+  );
   return [...new Set([...preferred, ...HOST_KEY_ALGORITHMS])];
 }
 

@@ -14,6 +14,7 @@ import { lookup } from 'node:dns/promises';
 import net from 'node:net';
 import ssh2 from 'ssh2';
 import type { AgentAuthMethod, ClientChannel, ConnectConfig, PublicKeyAuthMethod } from 'ssh2';
+import { redactUrl } from '../../errors/redact-url.js';
 import { DialError, type DialReason, type DialStage } from './dial-error.js';
 import {
   hostKeyAlgorithmsFor,
@@ -40,7 +41,8 @@ const ignore = (): void => undefined;
 /** Dials the daemon socket on an SSH host. Resolves once the channel to the socket is open. */
 export async function dialSsh(target: LibvirtTarget, opts: DialOptions = {}): Promise<Link> {
   const ssh = target.ssh;
-  if (ssh === undefined) throw new TypeError(`dialSsh needs an ssh URI, not '${target.uri}'`);
+  if (ssh === undefined)
+    throw new TypeError(`dialSsh needs an ssh URI, not '${redactUrl(target.uri)}'`);
   return new SshDial(target, ssh, opts).run();
 }
 
@@ -102,7 +104,7 @@ class SshDial {
       );
       if (clientKeys instanceof Error) {
         this.stage = 'auth';
-        throw this.dialError('auth_failed', clientKeys.message);
+        throw this.dialError('key_unreadable', clientKeys.message);
       }
       const sock = await this.connectTcp();
       const conn = await this.handshake(sock, knownHosts, clientKeys);
@@ -239,8 +241,8 @@ class SshDial {
     if (knownHosts instanceof Error) {
       this.fail(
         this.dialError(
-          'host_key_unknown',
-          `host key unknown (${where} unreadable: ${knownHosts.message})`,
+          'known_hosts_unreadable',
+          `host key not checked (${where} unreadable: ${knownHosts.message})`,
         ),
       );
       return false;

@@ -8,6 +8,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { Kvm2Error, type Kvm2ErrorOptions } from '../../errors/error.js';
+import { redactUrl } from '../../errors/redact-url.js';
 
 export const DEFAULT_SOCKET = '/var/run/libvirt/libvirt-sock';
 
@@ -46,46 +47,48 @@ const DRIVERS = new Set(['qemu', 'test']);
 const KNOWN_PARAMS = new Set(['socket', 'keyfile', 'known_hosts', 'no_verify', 'no_tty', 'name']);
 
 export function parseLibvirtUri(uri: string): LibvirtTarget {
+  // Messages quote the URI without its password.
+  const shown = redactUrl(uri);
   let url: URL;
   try {
     url = new URL(uri);
   } catch {
-    throw new UriError(`not a libvirt URI: '${uri}'`);
+    throw new UriError(`not a libvirt URI: '${shown}'`);
   }
   const scheme = url.protocol.replace(/:$/, '');
   const [driver, transport = url.hostname === '' ? 'unix' : 'tls', ...extra] = scheme.split('+');
   if (driver === undefined || !DRIVERS.has(driver) || extra.length > 0) {
-    throw new UriError(`unsupported libvirt driver in '${uri}': kvm2 speaks qemu and test`);
+    throw new UriError(`unsupported libvirt driver in '${shown}': kvm2 speaks qemu and test`);
   }
   if (transport !== 'unix' && transport !== 'ssh') {
     throw new UriError(
-      `unsupported transport '${transport}' in '${uri}': kvm2 reaches hosts by unix socket or ssh`,
+      `unsupported transport '${transport}' in '${shown}': kvm2 reaches hosts by unix socket or ssh`,
     );
   }
   for (const key of url.searchParams.keys()) {
-    if (!KNOWN_PARAMS.has(key)) throw new UriError(`unknown parameter '${key}' in '${uri}'`);
+    if (!KNOWN_PARAMS.has(key)) throw new UriError(`unknown parameter '${key}' in '${shown}'`);
   }
   if (url.searchParams.get('no_verify') === '1') {
-    throw new UriError(`no_verify is refused in '${uri}': kvm2 always checks the host key`);
+    throw new UriError(`no_verify is refused in '${shown}': kvm2 always checks the host key`);
   }
   const pathname = url.pathname === '' ? '/' : url.pathname;
   if (driver === 'qemu' && pathname !== '/system' && pathname !== '/session') {
-    throw new UriError(`qemu URIs name /system or /session, not '${pathname}' in '${uri}'`);
+    throw new UriError(`qemu URIs name /system or /session, not '${pathname}' in '${shown}'`);
   }
   const socketParam = url.searchParams.get('socket');
   if (socketParam !== null && !path.isAbsolute(socketParam)) {
-    throw new UriError(`socket must be an absolute path in '${uri}'`);
+    throw new UriError(`socket must be an absolute path in '${shown}'`);
   }
   const socketPath = socketParam ?? DEFAULT_SOCKET;
   const openName = url.searchParams.get('name') ?? `${driver}://${pathname}`;
   const safeUri = uri;
 
   if (transport === 'unix') {
-    if (url.hostname !== '') throw new UriError(`a unix URI names no host: '${uri}'`);
+    if (url.hostname !== '') throw new UriError(`a unix URI names no host: '${shown}'`);
     return { uri: safeUri, driver, transport, openName, socketPath };
   }
 
-  if (url.hostname === '') throw new UriError(`an ssh URI needs a host: '${uri}'`);
+  if (url.hostname === '') throw new UriError(`an ssh URI needs a host: '${shown}'`);
   const port = url.port === '' ? 22 : Number(url.port);
   const home = os.homedir();
   const keyfile = url.searchParams.get('keyfile');
@@ -95,7 +98,7 @@ export function parseLibvirtUri(uri: string): LibvirtTarget {
     ['known_hosts', knownHosts],
   ] as const) {
     if (value !== null && !path.isAbsolute(value)) {
-      throw new UriError(`${name} must be an absolute path in '${uri}'`);
+      throw new UriError(`${name} must be an absolute path in '${shown}'`);
     }
   }
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');

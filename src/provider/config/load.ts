@@ -10,6 +10,7 @@ import { parseLibvirtUri, type LibvirtTarget } from '../../libvirt/transport/uri
 import { Kvm2Error } from '../../errors/error.js';
 import { EMBEDDED_DEFAULT, configSchema, type Kvm2Config } from './schema.js';
 import { editDistance } from './edit-distance.js';
+import { aliasProblem } from './yaml-aliases.js';
 
 export class ConfigError extends Kvm2Error {
   declare readonly code: 'ERR_CONFIG';
@@ -165,7 +166,10 @@ export function parseConfigText(
       file,
     );
   }
-  return parseConfig(doc.toJS({ maxAliasCount: 100 }), file);
+  const aliases = aliasProblem(doc);
+  if (aliases !== undefined) throw new ConfigError([aliases], file);
+  // The bounds above are the ones that count; the package's own check stays off the path.
+  return parseConfig(doc.toJS({ maxAliasCount: -1 }), file);
 }
 
 export interface LoadConfigOptions {

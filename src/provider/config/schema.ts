@@ -2,8 +2,9 @@
 // reference. Objects are strict at every level: a misspelt key is an error, never ignored.
 // Durations and sizes come out as numbers (milliseconds, bytes); nothing here dials.
 import { z } from 'zod';
+import { redactUrl } from '../../errors/redact-url.js';
 import { parseLibvirtUri } from '../../libvirt/transport/uri.js';
-import { duration, isLoopback, listen, size } from './values.js';
+import { duration, hostName, isLoopback, listen, size } from './values.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const LABEL_RULE =
@@ -131,7 +132,7 @@ const image = z.strictObject({
     if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
       ctx.addIssue({
         code: 'custom',
-        message: `must be an http:// or https:// URL, got ${JSON.stringify(value)}`,
+        message: `must be an http:// or https:// URL, got ${JSON.stringify(redactUrl(value))}`,
       });
     }
   }),
@@ -178,6 +179,7 @@ const board = z
       })
       .optional(),
     readOnly: z.boolean().default(false),
+    allowedHosts: z.array(hostName).default([]),
   })
   .superRefine((b, ctx) => {
     if (b.auth === undefined && !isLoopback(b.listen.host)) {

@@ -65,8 +65,9 @@ export function parseSize(value: unknown): number | undefined {
   if (typeof value !== 'string') return undefined;
   const m = /^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]+)?\s*$/.exec(value);
   if (m === null) return undefined;
-  const unit = SIZE_UNITS[m[2] ?? 'B'];
-  return unit === undefined ? undefined : Number(m[1]) * unit;
+  // Own keys only: `10constructor` must not find Object's constructor and make NaN bytes.
+  const name = m[2] ?? 'B';
+  return Object.hasOwn(SIZE_UNITS, name) ? Number(m[1]) * (SIZE_UNITS[name] ?? NaN) : undefined;
 }
 
 export const size = z.unknown().transform((value, ctx): number => {
@@ -119,3 +120,18 @@ export const listen = z.string().transform((value, ctx): ListenAddress => {
   }
   return address;
 });
+
+/** A DNS name, or a leading-dot suffix (`.example.com`) for every name under it; lowercased. */
+export const hostName = z
+  .string()
+  .transform((value) => value.toLowerCase())
+  .refine(
+    (value) =>
+      /^\.?(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/.test(
+        value,
+      ),
+    {
+      message:
+        'must be a host name (board.example.com) or a suffix starting with a dot (.example.com)',
+    },
+  );

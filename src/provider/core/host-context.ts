@@ -42,7 +42,8 @@ export function hostConfig(ctx: ProviderContext, host: string): HostConfig {
 }
 
 export function imageConfig(ctx: ProviderContext, image: string): ImageConfig {
-  const i = ctx.config.images[image];
+  // Own keys only: an image named `constructor` is not one the configuration has.
+  const i = Object.hasOwn(ctx.config.images, image) ? ctx.config.images[image] : undefined;
   if (i === undefined) {
     throw new Kvm2Error('ERR_UNKNOWN_IMAGE', `unknown image '${image}'`);
   }

@@ -1,6 +1,6 @@
 // Names kvm2 gives things (SPEC §3): instance ids `<host>/<name>`, uids, and the volumes it
 // makes, all prefixed `kvm2-` so GC can tell them from anyone else's.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { Kvm2Error, type Kvm2ErrorOptions } from '../../errors/error.js';
 
 /** RFC 1123 label: what a libvirt domain, a hostname and a cloud-init local-hostname all take. */
@@ -126,4 +126,20 @@ export function instanceVolumeOwner(
   const overlay = /^(.+)\.qcow2$/.exec(rest)?.[1];
   if (overlay !== undefined && isValidName(overlay)) return { name: overlay, role: 'overlay' };
   return undefined;
+}
+
+/**
+ * The MAC address of an instance's NIC, made from its uid: a retried create defines the same
+ * NIC, and an address the guest agent reports can be told to be the NIC's (a guest may list any
+ * interfaces it likes). `52:54:00` is the prefix qemu and libvirt give their own MACs; the rest
+ * is 24 bits of the uid's hash, as random as the 24 bits libvirt would choose.
+ */
+export function macForUid(uid: string): string {
+  const hash = createHash('sha256').update(uid).digest();
+  return [
+    '52',
+    '54',
+    '00',
+    ...[0, 1, 2].map((i) => (hash[i] ?? 0).toString(16).padStart(2, '0')),
+  ].join(':');
 }

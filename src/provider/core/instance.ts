@@ -1,6 +1,7 @@
 // The Instance kvm2 reports (SPEC §3), and how it is read back from libvirt: identity from the
 // kvm2 metadata element (every time: never cached), state from the libvirt state table,
 // address from the guest agent, then ARP, then DHCP leases.
+import { isIPv4 } from 'node:net';
 import { LibvirtError } from '../../libvirt/errors.js';
 import { VirErr } from '../../libvirt/error-codes.js';
 import type { LibvirtConnection } from '../../libvirt/connection.js';
@@ -11,7 +12,7 @@ import {
   type NonnullDomain,
 } from '../../libvirt/protocol.gen.js';
 import { Kvm2Error } from '../../errors/error.js';
-import { formatInstanceId } from './ids.js';
+import { formatInstanceId, macForUid } from './ids.js';
 import { DomainState, mapDomainState, type InstanceState } from './state.js';
 import { KVM2_XMLNS } from '../xml/metadata.js';
 import { parseMetadata } from '../xml/metadata.js';
@@ -82,13 +83,29 @@ export async function requireOwned(
   return meta;
 }
 
-/** The first IPv4 address a source reports for the domain, trying agent, ARP, leases in turn. */
+/**
+ * An address worth publishing: an IPv4 literal a guest can be reached at (not unspecified,
+ * loopback, multicast or broadcast). The agent's answer is the guest's word, and a guest can
+ * say anything; ARP and leases are the host's view, checked the same way.
+ */
+function usableIpv4(addr: string): boolean {
+  if (!isIPv4(addr)) return false;
+  const first = Number(addr.split('.')[0]);
+  return first !== 0 && first !== 127 && first < 224;
+}
+
+/**
+ * The first usable IPv4 address a source reports for the domain, trying agent, ARP, leases in
+ * turn. The agent's interfaces count only when their MAC is the domain's NIC (`mac`): a guest
+ * can list a made-up interface with any address on it.
+ */
 export async function readAddress(
   conn: LibvirtConnection,
   dom: NonnullDomain,
+  mac: string,
   io: Io,
 ): Promise<string | undefined> {
-  for (const { source } of ADDRESS_SOURCES) {
+  for (const { source, name } of ADDRESS_SOURCES) {
     let ifaces;
     try {
       ({ ifaces } = await conn.call(DomainInterfaceAddresses, { dom, source, flags: 0 }, io));
@@ -99,8 +116,8 @@ export async function readAddress(
       throw err;
     }
     for (const iface of ifaces) {
-      if (iface.name === 'lo') continue;
-      const addr = iface.addrs.find((a) => a.type === IPV4 && !a.addr.startsWith('127.'));
+      if (name === 'agent' && iface.hwaddr?.toLowerCase() !== mac) continue;
+      const addr = iface.addrs.find((a) => a.type === IPV4 && usableIpv4(a.addr));
       if (addr !== undefined) return addr.addr;
     }
   }
@@ -116,7 +133,10 @@ export async function readInstance(
 ): Promise<Instance> {
   const meta = await requireOwned(conn, host, dom, io);
   const { state, reason } = await conn.call(DomainGetState, { dom, flags: 0 }, io);
-  const address = state === DomainState.RUNNING ? await readAddress(conn, dom, io) : undefined;
+  const address =
+    state === DomainState.RUNNING
+      ? await readAddress(conn, dom, macForUid(meta.uid), io)
+      : undefined;
   return toInstance(
     host,
     dom.name,

@@ -2,6 +2,7 @@
 // (`request.name: …`) and never echo values: user-data may hold secrets.
 import { z } from 'zod';
 import { Kvm2Error } from '../../errors/error.js';
+import { isXmlSafe, XML_UNSAFE_MESSAGE } from '../xml/types.js';
 import { NAME_PATTERN, UID_PATTERN } from './ids.js';
 
 /** cloud-init reads user-data of any size, but a seed is a disk image built in memory. */
@@ -20,8 +21,17 @@ export const createRequestSchema = z
         'must be a DNS label: a-z, 0-9 and dashes, 1 to 63, no dash at the ends',
       ),
     uid: z.string().regex(UID_PATTERN, 'must be a lowercase UUID made by the producer'),
-    image: z.string().min(1, 'must name an image from the configuration'),
-    tag: z.string().max(253, 'must be at most 253 characters').default(''),
+    // The image's name and the tag go into the domain's XML (its metadata): refused here, at
+    // enqueue, by the rule the XML builder applies, not after the disks were made.
+    image: z
+      .string()
+      .min(1, 'must name an image from the configuration')
+      .refine(isXmlSafe, XML_UNSAFE_MESSAGE),
+    tag: z
+      .string()
+      .max(253, 'must be at most 253 characters')
+      .refine(isXmlSafe, XML_UNSAFE_MESSAGE)
+      .default(''),
     userData: z
       .string()
       .refine((s) => Buffer.byteLength(s) <= USER_DATA_MAX_BYTES, {

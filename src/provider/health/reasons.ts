@@ -83,6 +83,9 @@ export const FINDING_PRECEDENCE: readonly HealthReason[] = Object.freeze([
 
 /** A dial failure's reason as a health reason; `aborted` is settled by the caller. */
 export function dialHealthReason(reason: Exclude<DialReason, 'aborted'>): HealthReason {
+  // An unreadable file asks the operator what a refusal does: look at that file.
+  if (reason === 'key_unreadable') return 'auth_failed';
+  if (reason === 'known_hosts_unreadable') return 'host_key_unknown';
   return reason === 'forward_prohibited' ? 'socket_unavailable' : reason;
 }
 

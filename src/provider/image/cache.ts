@@ -71,29 +71,54 @@ export async function findBaseImage(
   return found.cached ? describeBase(conn, found.base, entry, found.sha256, signal) : undefined;
 }
 
+export interface FillOptions {
+  readonly signal?: AbortSignal | undefined;
+  readonly onBytes?: DownloadProgress | undefined;
+  /**
+   * Runs under the fill lock once the base is known to be missing, before anything is written:
+   * the pool-space precheck, given the bytes the server says the image has (0 when it does not
+   * say). Throwing ends the fill with nothing made.
+   */
+  readonly beforeFill?: ((imageBytes: number, signal: AbortSignal) => Promise<void>) | undefined;
+}
+
 /** The cached base volume, filling it first when absent. */
 export async function ensureBaseImage(
   ctx: ProviderContext,
   host: string,
   imageName: string,
-  opts: { signal?: AbortSignal | undefined; onBytes?: DownloadProgress | undefined },
+  opts: FillOptions,
 ): Promise<BaseImage> {
   const cached = await findBaseImage(ctx, host, imageName, opts);
-  if (cached !== undefined) return cached;
+  return cached ?? fillBaseImageOnce(ctx, host, imageName, opts);
+}
+
+/**
+ * Fills the base of a create that found it missing: the fill lock first, so a create waiting for
+ * another's fill meets the busy lock at once (KeyBusyError with the job's locks), having asked
+ * the image server nothing; then, holding it, whatever the previous holder left.
+ */
+export async function fillBaseImageOnce(
+  ctx: ProviderContext,
+  host: string,
+  imageName: string,
+  opts: FillOptions,
+): Promise<BaseImage> {
   const signal = opts.signal ?? new AbortController().signal;
   const entry = cacheEntry(ctx, host, imageName);
-  const pool = await lookupPool(await ctx.hosts.shared(host, { signal }), entry.poolName, signal);
   return ctx.locks.withLock(
     // Keyed by the base volume: two image names with one digest share one base and one fill.
     `image:${host}:${entry.baseName}`,
     async (lockSignal) => {
       const locked = await ctx.hosts.shared(host, { signal: lockSignal });
+      const pool = await lookupPool(locked, entry.poolName, lockSignal);
       // The refresh makes libvirt list files it has not seen (a fill cut short by a daemon
       // restart), so they count as debris rather than block the create.
       await refreshPool(locked, pool, lockSignal);
       // Whoever held the lock before may have filled it.
       const again = await lookup(locked, pool, entry, lockSignal);
       if (again.cached) return describeBase(locked, again.base, entry, again.sha256, lockSignal);
+      await opts.beforeFill?.(await probeBytes(ctx, host, entry, lockSignal), lockSignal);
       for (const vol of again.debris) {
         ctx.logger.warn(
           { host, image: imageName, volume: vol.name },
@@ -105,6 +130,24 @@ export async function ensureBaseImage(
     },
     { signal },
   );
+}
+
+/** The size the image server gives (HEAD, else GET headers); 0 and a warning when it gives none. */
+async function probeBytes(
+  ctx: ProviderContext,
+  host: string,
+  entry: CacheEntry,
+  signal: AbortSignal,
+): Promise<number> {
+  const src = imageSource(entry.imageName, entry.image);
+  const probeSignal = AbortSignal.any([signal, AbortSignal.timeout(DOWNLOAD_TIMEOUTS.probeMs)]);
+  const size = await probeImageSize(src, { signal: probeSignal });
+  if (size !== undefined) return size;
+  ctx.logger.warn(
+    { host, image: entry.imageName, server: src.where },
+    'image server gives no size: the pool-space precheck counts 0 bytes for it',
+  );
+  return 0;
 }
 
 /**
@@ -125,13 +168,5 @@ export async function imagePendingBytes(
   const conn = await ctx.hosts.shared(host, { signal });
   const pool = await lookupPool(conn, entry.poolName, signal);
   if ((await lookup(conn, pool, entry, signal)).cached) return 0;
-  const src = imageSource(imageName, entry.image);
-  const probeSignal = AbortSignal.any([signal, AbortSignal.timeout(DOWNLOAD_TIMEOUTS.probeMs)]);
-  const size = await probeImageSize(src, { signal: probeSignal });
-  if (size !== undefined) return size;
-  ctx.logger.warn(
-    { host, image: imageName, server: src.where },
-    'image server gives no size: the pool-space precheck counts 0 bytes for it',
-  );
-  return 0;
+  return probeBytes(ctx, host, entry, signal);
 }

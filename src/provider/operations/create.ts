@@ -22,11 +22,12 @@ import { hostConfig, imageConfig, type ProviderContext } from '../core/host-cont
 import { Kvm2Error } from '../../errors/error.js';
 import type { DownloadProgress } from '../image/fill.js';
 import type { BaseImage } from '../image/base-image.js';
-import { ensureBaseImage, findBaseImage, imagePendingBytes } from '../image/cache.js';
+import { fillBaseImageOnce, findBaseImage } from '../image/cache.js';
 import { deleteVolume, lookupVolume, writeSmallVolume } from '../image/volumes.js';
 import {
   formatInstanceId,
   instanceLockName,
+  macForUid,
   overlayVolumeName,
   seedVolumeName,
   serialLogFile,
@@ -169,34 +170,43 @@ async function makeDomain(
   const hc = hostConfig(ctx, host);
   const { pool } = await conn.call(StoragePoolLookupByName, { name: hc.pool }, io);
   const createdAt = new Date().toISOString();
-  const seed = buildSeed({
-    uid: req.uid,
-    name: req.name,
-    userData: req.userData,
-    ...(req.networkConfig === undefined ? {} : { networkConfig: req.networkConfig }),
-  });
+  let seed: ReturnType<typeof buildSeed> | undefined;
+  const seedImage = (): ReturnType<typeof buildSeed> =>
+    (seed ??= buildSeed({
+      uid: req.uid,
+      name: req.name,
+      userData: req.userData,
+      ...(req.networkConfig === undefined ? {} : { networkConfig: req.networkConfig }),
+    }));
+  // 3: nothing is written when the image and seed cannot fit.
+  const checkSpace = async (imageBytes: number, signal: AbortSignal | undefined): Promise<void> => {
+    const pending = imageBytes + seedImage().length;
+    const { available } = await conn.call(StoragePoolGetInfo, { pool }, { signal });
+    if (BigInt(pending) > available) {
+      throw new Kvm2Error(
+        'ERR_POOL_FULL',
+        `pool '${hc.pool}' on host '${host}' has ${available} bytes free; image and seed need ${pending}`,
+      );
+    }
+  };
 
-  // 3: nothing is written when the image and seed cannot fit. (Reading a marker costs the
-  // daemon an iohelper process, ~45 ms: a cache hit is looked up once.)
+  // 4–6. Reading a marker costs the daemon an iohelper process (~45 ms): a cache hit is looked
+  // up once. A miss meets the fill lock before anything else, so a create waiting for another's
+  // fill has built no seed and asked the image server nothing; the holder checks the space.
   const cached = await findBaseImage(ctx, host, req.image, io);
-  const imageBytes = cached === undefined ? await imagePendingBytes(ctx, host, req.image, io) : 0;
-  const pending = imageBytes + seed.length;
-  const { available } = await conn.call(StoragePoolGetInfo, { pool }, io);
-  if (BigInt(pending) > available) {
-    throw new Kvm2Error(
-      'ERR_POOL_FULL',
-      `pool '${hc.pool}' on host '${host}' has ${available} bytes free; image and seed need ${pending}`,
-    );
-  }
-
-  // 4–6
-  if (cached === undefined) io.onProgress?.('download');
-  const base = cached ?? (await ensureBaseImage(ctx, host, req.image, io));
+  if (cached !== undefined) await checkSpace(0, io.signal);
+  else io.onProgress?.('download');
+  const base =
+    cached ??
+    (await fillBaseImageOnce(ctx, host, req.image, {
+      ...io,
+      beforeFill: (imageBytes, signal) => checkSpace(imageBytes, signal),
+    }));
   io.onProgress?.('volumes');
   const diskGiB = req.diskGiB ?? ctx.config.defaults.diskGiB;
   // The overlay first: when an existing one is refused, no seed has been made for nothing.
   const overlayPath = await ensureOverlay(conn, host, pool, req.name, base, diskGiB, io);
-  const seedPath = await uploadSeed(conn, pool, req.name, seed, io);
+  const seedPath = await uploadSeed(conn, pool, req.name, seedImage(), io);
 
   // 7: the metadata goes in with the define, so the domain is never unowned.
   const xml = buildDomainXml({
@@ -209,6 +219,7 @@ async function makeDomain(
     overlayPath,
     seedPath,
     network: hc.network !== undefined ? { network: hc.network } : { bridge: hc.bridge },
+    mac: macForUid(req.uid),
     serialLogPath: hc.serialLogDir === null ? null : serialLogFile(hc.serialLogDir, req.name),
     metadata: { uid: req.uid, createdAt, tag: req.tag, image: req.image },
   });

@@ -106,17 +106,20 @@ const notXmlSafe = /[\u0000-\u001f\u007f\ufffe\uffff]|\p{Cs}/u;
 // eslint-disable-next-line no-control-regex
 const notXmlChar = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|\p{Cs}/u;
 
+/** Why XML cannot carry `value` unchanged in a name, path or tag; the message names no value. */
+export const XML_UNSAFE_MESSAGE =
+  'must not contain control characters, U+FFFE/U+FFFF or unpaired surrogates';
+
+/** Whether XML carries `value` unchanged in a name, path or tag (the producer asks too). */
+export function isXmlSafe(value: string): boolean {
+  return !notXmlSafe.test(value);
+}
+
 /** Throws ERR_XML_INVALID_SPEC unless `value` is a string XML can carry unchanged. */
 export function requireXmlSafeString(field: string, value: unknown): string {
   if (typeof value !== 'string')
     throw new XmlError('ERR_XML_INVALID_SPEC', 'must be a string', field);
-  if (notXmlSafe.test(value)) {
-    throw new XmlError(
-      'ERR_XML_INVALID_SPEC',
-      'must not contain control characters, U+FFFE/U+FFFF or unpaired surrogates',
-      field,
-    );
-  }
+  if (!isXmlSafe(value)) throw new XmlError('ERR_XML_INVALID_SPEC', XML_UNSAFE_MESSAGE, field);
   return value;
 }
 
@@ -177,8 +180,7 @@ const xmlOnlyEntityDecoder = {
   setXmlVersion(): void {},
   decode(text: string): string {
     return text.replace(/&([^;&]*);/g, (ref, body: string) => {
-      const named = predefinedEntities[body];
-      if (named !== undefined) return named;
+      if (Object.hasOwn(predefinedEntities, body)) return predefinedEntities[body] ?? ref;
       const numeric = /^#(?:([0-9]+)|x([0-9a-fA-F]+))$/.exec(body);
       if (numeric === null) throw new XmlError('ERR_XML_MALFORMED', `undeclared entity ${ref}`);
       const codePoint =

@@ -1,5 +1,6 @@
-// Which writes the dashboard's API lets through, as a bull-board `before` hook (it runs ahead
-// of every API handler and answers in bull-board's own error format, which the UI displays).
+// What the dashboard's API lets through, as a bull-board `before` hook (it runs ahead of every
+// API handler and answers in bull-board's own error format, which the UI displays): which
+// writes, and how many jobs one page may ask for.
 import type { BeforeHook, BeforeHookResult } from '@bull-board/api/typings/app';
 
 /**
@@ -31,9 +32,28 @@ const READ_ONLY: BeforeHookResult = {
   errorKey: 'ERRORS.QUEUE_READ_ONLY',
 };
 
-export function writePolicy(options: { readonly readOnly: boolean }): BeforeHook {
-  return ({ method, route }) => {
-    if (method === 'get') return { allow: true };
+/**
+ * The most jobs one page of a queue may list: the largest the UI's own setting offers. Without
+ * it one request (`jobsPerPage=50000`) makes the board read and redact every retained job.
+ */
+export const MAX_JOBS_PER_PAGE = 300;
+
+const PAGE_TOO_LARGE: BeforeHookResult = {
+  allow: false,
+  status: 400,
+  errorKey: 'ERRORS.INVALID_QUERY_PARAM',
+  message: `jobsPerPage must be at most ${MAX_JOBS_PER_PAGE}`,
+};
+
+function pageTooLarge(request: { readonly query?: Record<string, unknown> } | undefined): boolean {
+  const value = request?.query?.jobsPerPage;
+  if (typeof value !== 'string') return value !== undefined;
+  return !(Number(value) <= MAX_JOBS_PER_PAGE);
+}
+
+export function apiPolicy(options: { readonly readOnly: boolean }): BeforeHook {
+  return ({ method, route, request }) => {
+    if (method === 'get') return pageTooLarge(request) ? PAGE_TOO_LARGE : { allow: true };
     if (options.readOnly) return READ_ONLY;
     if (REFUSED_ROUTES.has(route)) return REFUSED;
     return { allow: true };

@@ -1,0 +1,106 @@
+// What a careless or hostile configuration, request or host file can do with names that are
+// Object's own (constructor, __proto__, toString) and with YAML aliases (docs/security.md).
+import { describe, expect, it } from 'vitest';
+import { Kvm2Error } from '../../src/errors/error.js';
+import { hostKeyAlgorithmsFor } from '../../src/libvirt/transport/ssh-keys.js';
+import { ConfigError, parseConfig, parseConfigText } from '../../src/provider/config/load.js';
+import { parseSize } from '../../src/provider/config/values.js';
+import { MAX_ALIASES } from '../../src/provider/config/yaml-aliases.js';
+import { imageConfig, type ProviderContext } from '../../src/provider/core/host-context.js';
+import { readXml } from '../../src/provider/xml/types.js';
+import { issuesOf, withHost } from '../harness/config-input.js';
+
+const PROTOTYPE_NAMES = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf'];
+
+function thrown(run: () => unknown): unknown {
+  try {
+    run();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a throw');
+}
+
+describe("names that are Object's own", () => {
+  const config = parseConfig(
+    withHost({ images: { 'debian-12': { url: 'http://127.0.0.1:9/debian-12.qcow2' } } }),
+  );
+  const ctx = { config } as unknown as ProviderContext;
+
+  it.each(PROTOTYPE_NAMES)(
+    'image %j is unknown, a permanent error and not a lookup of Object',
+    (name) => {
+      const err = thrown(() => imageConfig(ctx, name));
+      expect(err).toBeInstanceOf(Kvm2Error);
+      expect(err).toMatchObject({ code: 'ERR_UNKNOWN_IMAGE', kind: 'permanent' });
+      expect(imageConfig(ctx, 'debian-12').url).toBe('http://127.0.0.1:9/debian-12.qcow2');
+    },
+  );
+
+  it.each(PROTOTYPE_NAMES)('a size in unit %j is refused by the configuration', (unit) => {
+    expect(parseSize(`10${unit}`)).toBeUndefined();
+    const issues = issuesOf(withHost({ health: { poolLowSpaceBytes: `10${unit}` } }));
+    expect(issues.join('\n')).toContain('kvm2.health.poolLowSpaceBytes: expected a size');
+  });
+
+  it('an XML entity named like a property of Object is undeclared, not a function', () => {
+    const err = thrown(() => readXml('<domain><name>&constructor;</name></domain>'));
+    expect(err).toMatchObject({ code: 'ERR_XML_MALFORMED' });
+    expect((err as Error).message).toContain('undeclared entity &constructor;');
+    expect(readXml('<domain><name>a&amp;b</name></domain>')).toBeDefined();
+  });
+
+  it('a known_hosts key type named like a property of Object adds no algorithm', () => {
+    const plain = hostKeyAlgorithmsFor([]);
+    expect(hostKeyAlgorithmsFor(['constructor', 'toString'])).toEqual(plain);
+    expect(hostKeyAlgorithmsFor(['ssh-ed25519'])[0]).toBe('ssh-ed25519');
+  });
+});
+
+/** Nine anchors each nine aliases of the one before: 9^9 nodes if expanded. */
+function billionLaughs(): string {
+  const lines = ['a0: &a0 [x, x, x, x, x, x, x, x, x]'];
+  for (let i = 1; i <= 9; i += 1) {
+    const prev = `*a${i - 1}`;
+    lines.push(`a${i}: &a${i} [${Array(9).fill(prev).join(', ')}]`);
+  }
+  return `${lines.join('\n')}\nhosts:\n  - name: hv1\n    uri: qemu:///system\n    network: default\n`;
+}
+
+function configErrorOf(text: string): ConfigError {
+  const err = thrown(() => parseConfigText(text, { file: 'kvm2.yaml' }));
+  expect(err).toBeInstanceOf(ConfigError);
+  return err as ConfigError;
+}
+
+describe('YAML aliases', () => {
+  it('refuses an alias bomb quickly, as a configuration error naming where it expands', () => {
+    const started = performance.now();
+    const err = configErrorOf(billionLaughs());
+    // The yaml package's own check took ~1.4 s here to throw a bare ReferenceError.
+    expect(performance.now() - started).toBeLessThan(500);
+    expect(err.code).toBe('ERR_CONFIG');
+    expect(err.issues).toHaveLength(1);
+    expect(err.issues[0]).toMatch(/^kvm2\.a\d: YAML aliases expand to more than 100000 nodes$/);
+  });
+
+  it('refuses more alias nodes than the bound, naming the first one past it', () => {
+    const many = Array.from({ length: MAX_ALIASES + 1 }, () => '*d').join(', ');
+    const text = `d: &d 1\nlist: [${many}]\nhosts: [{ name: hv1, uri: 'qemu:///system', network: default }]\n`;
+    const err = configErrorOf(text);
+    expect(err.issues).toEqual([
+      `kvm2.list[${MAX_ALIASES}]: more than ${MAX_ALIASES} YAML aliases`,
+    ]);
+  });
+
+  it('takes the aliases a real file uses: one value named once, used by every host', () => {
+    const hosts = Array.from(
+      { length: 40 },
+      (_, i) =>
+        `  - name: hv${i}\n    uri: qemu+ssh://kvm2@10.0.0.${i + 1}/system\n    network: ${i === 0 ? '&net proxies' : '*net'}`,
+    ).join('\n');
+    const config = parseConfigText(`hosts:\n${hosts}\n`, { file: 'kvm2.yaml' });
+    expect(config.hosts).toHaveLength(40);
+    expect(new Set(config.hosts.map((h) => h.network))).toEqual(new Set(['proxies']));
+  });
+});

@@ -1,0 +1,94 @@
+// The address kvm2 publishes for a running guest (docs/security.md: agent addresses are the
+// guest's word). A guest agent answers whatever the guest says, which no real guest here can be
+// made to lie about on cue, so the agent's answers are given to readAddress by a connection
+// that replies with them; ARP and leases come from the host and are checked the same way.
+import { describe, expect, it } from 'vitest';
+import type { LibvirtConnection } from '../../src/libvirt/connection.js';
+import { LibvirtError } from '../../src/libvirt/errors.js';
+import type { DomainInterface, NonnullDomain } from '../../src/libvirt/protocol.gen.js';
+import { macForUid } from '../../src/provider/core/ids.js';
+import { readAddress } from '../../src/provider/core/instance.js';
+
+const UID = '0b7e6f7c-3c1a-4d2e-9f00-5a6b7c8d9e0f';
+const MAC = macForUid(UID);
+const DOM: NonnullDomain = { name: 'web-1', uuid: Buffer.alloc(16), id: 1 };
+const IPV4 = 0;
+const IPV6 = 1;
+
+/** Sources by libvirt's number: 1 agent, 2 ARP, 0 lease. A missing source fails as libvirt does. */
+function connection(bySource: Partial<Record<number, DomainInterface[]>>): LibvirtConnection {
+  return {
+    call: (_proc: unknown, args: { source: number }) => {
+      const ifaces = bySource[args.source];
+      // VIR_ERR_AGENT_UNRESPONSIVE from the qemu driver, as a guest without an agent gives.
+      if (ifaces === undefined) {
+        return Promise.reject(
+          new LibvirtError('agent not responding', 86, 10, 2, 'DomainInterfaceAddresses'),
+        );
+      }
+      return Promise.resolve({ ifaces });
+    },
+  } as unknown as LibvirtConnection;
+}
+
+function iface(hwaddr: string | null, ...addrs: [number, string][]): DomainInterface {
+  return {
+    name: 'eth0',
+    hwaddr,
+    addrs: addrs.map(([type, addr]) => ({ type, addr, prefix: 24 })),
+  };
+}
+
+describe('the address of a guest', () => {
+  it("is the agent's IPv4 address of the domain's NIC", async () => {
+    const conn = connection({
+      1: [iface(MAC.toUpperCase(), [IPV6, 'fe80::1'], [IPV4, '10.0.0.7'])],
+    });
+    expect(await readAddress(conn, DOM, MAC, {})).toBe('10.0.0.7');
+  });
+
+  it('ignores an interface the guest made up, whatever address it lists', async () => {
+    const conn = connection({
+      1: [iface('02:00:00:00:00:01', [IPV4, '203.0.113.9']), iface(MAC, [IPV4, '10.0.0.7'])],
+    });
+    expect(await readAddress(conn, DOM, MAC, {})).toBe('10.0.0.7');
+    const onlyFake = connection({ 1: [iface('02:00:00:00:00:01', [IPV4, '203.0.113.9'])] });
+    expect(await readAddress(onlyFake, DOM, MAC, {})).toBeUndefined();
+    const noMac = connection({ 1: [iface(null, [IPV4, '203.0.113.9'])] });
+    expect(await readAddress(noMac, DOM, MAC, {})).toBeUndefined();
+  });
+
+  it.each([
+    '10.0.0.7; rm -rf /',
+    '10.0.0.7\n',
+    '<script>',
+    '999.1.1.1',
+    '10.0.0',
+    '0.0.0.0',
+    '127.0.0.1',
+    '224.0.0.1',
+    '255.255.255.255',
+    'fe80::1',
+    '',
+  ])('publishes no %j, reported as an IPv4 address', async (addr) => {
+    const conn = connection({ 1: [iface(MAC, [IPV4, addr])] });
+    expect(await readAddress(conn, DOM, MAC, {})).toBeUndefined();
+  });
+
+  it('takes the next source when the agent has nothing usable, and checks its addresses too', async () => {
+    const conn = connection({
+      1: [iface(MAC, [IPV4, 'not-an-ip'])],
+      2: [iface(MAC, [IPV4, '300.1.1.1'])],
+      0: [iface(MAC, [IPV4, '192.168.122.40'])],
+    });
+    expect(await readAddress(conn, DOM, MAC, {})).toBe('192.168.122.40');
+  });
+});
+
+describe('macForUid', () => {
+  it("is a locally made qemu MAC, the same for a uid's every create", () => {
+    expect(MAC).toMatch(/^52:54:00(:[0-9a-f]{2}){3}$/);
+    expect(macForUid(UID)).toBe(MAC);
+    expect(macForUid('1b7e6f7c-3c1a-4d2e-9f00-5a6b7c8d9e0f')).not.toBe(MAC);
+  });
+});
