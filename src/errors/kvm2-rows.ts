@@ -26,6 +26,12 @@ export const KVM2_ROWS = [
   },
   {
     source: 'kvm2',
+    match: 'ERR_LIBVIRT_STREAM_STALLED',
+    kind: 'transient',
+    why: 'An upload or download moved no bytes for its stall limit (a hung iohelper, a stuck pool); its link was killed and the next attempt redials.',
+  },
+  {
+    source: 'kvm2',
     match: 'ERR_LIBVIRT_CALL_ABORTED',
     kind: 'transient',
     why: "The caller's signal fired (cancellation, shutdown); never a false state.",
@@ -157,6 +163,12 @@ export const KVM2_ROWS = [
     match: 'ERR_IMAGE_DIGEST_MISMATCH',
     kind: 'permanent',
     why: 'The downloaded image does not match its configured sha256.',
+  },
+  {
+    source: 'kvm2',
+    match: 'ERR_IMAGE_TOO_LARGE',
+    kind: 'permanent',
+    why: 'The image is larger than its configured maxSize (said by Content-Length, or counted as it streamed): the configuration or the server must change.',
   },
   {
     source: 'kvm2',

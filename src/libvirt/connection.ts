@@ -17,7 +17,7 @@ import {
   ConnectOpen,
   ConnectSupportsFeature,
 } from './protocol.gen.js';
-import { RpcClient, type CallOptions } from './rpc-client.js';
+import { RpcClient, type CallOptions, type StreamOptions } from './rpc-client.js';
 import { dialSsh } from './transport/ssh.js';
 import type { Link } from './transport/types.js';
 import { dialUnix } from './transport/unix.js';
@@ -34,6 +34,8 @@ export interface ConnectOptions {
   /** Budget for transport and opening sequence together, ms. */
   readonly dialTimeoutMs?: number | undefined;
   readonly callTimeoutMs?: number | undefined;
+  /** How long a stream may wait on the daemon with no bytes moving (RpcClient's default: 60 s). */
+  readonly streamStallMs?: number | undefined;
   readonly maxInFlight?: number | undefined;
   /** `false` never asks the daemon for keepalive (it then never pings us). */
   readonly keepalive?: KeepaliveOptions | false | undefined;
@@ -96,6 +98,7 @@ export class LibvirtConnection extends EventEmitter<{ close: [Error | undefined]
       tracer,
       ...(options.maxInFlight === undefined ? {} : { maxInFlight: options.maxInFlight }),
       ...(options.callTimeoutMs === undefined ? {} : { callTimeoutMs: options.callTimeoutMs }),
+      ...(options.streamStallMs === undefined ? {} : { streamStallMs: options.streamStallMs }),
     });
     const conn = new LibvirtConnection(options.host, target, link, rpc);
     try {
@@ -148,7 +151,7 @@ export class LibvirtConnection extends EventEmitter<{ close: [Error | undefined]
     proc: Procedure<A, unknown>,
     args: A,
     source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
-    options?: CallOptions,
+    options?: StreamOptions,
   ): Promise<void> {
     return this.rpc.upload(proc, args, source, options);
   }
@@ -156,7 +159,7 @@ export class LibvirtConnection extends EventEmitter<{ close: [Error | undefined]
   download<A>(
     proc: Procedure<A, unknown>,
     args: A,
-    options?: CallOptions,
+    options?: StreamOptions,
   ): AsyncGenerator<Buffer, void, undefined> {
     return this.rpc.download(proc, args, options);
   }

@@ -45,6 +45,28 @@ export class CallAbortedError extends Kvm2Error {
 }
 
 /**
+ * A stream's daemon side moved no bytes for longer than the stall limit while kvm2 waited on
+ * it (a hung iohelper on a stuck NFS pool, say): keepalive still answers, so nothing else would
+ * end the transfer. The link is killed, as for an abandoned call.
+ */
+export class StreamStalledError extends Kvm2Error {
+  declare readonly code: 'ERR_LIBVIRT_STREAM_STALLED';
+  override name = 'StreamStalledError';
+
+  constructor(
+    readonly procedure: string,
+    readonly stallMs: number,
+    options?: Kvm2ErrorOptions,
+  ) {
+    super(
+      'ERR_LIBVIRT_STREAM_STALLED',
+      `libvirt stream ${procedure} moved no bytes for ${stallMs} ms`,
+      options,
+    );
+  }
+}
+
+/**
  * The link under a call died (another call was abandoned, the peer closed, keepalive gave up,
  * a frame could not be decoded). The call may or may not have run on the host.
  */

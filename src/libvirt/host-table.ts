@@ -15,6 +15,7 @@ export interface HostTableOptions {
   readonly tracer?: Tracer | undefined;
   readonly dialTimeoutMs?: number | undefined;
   readonly callTimeoutMs?: number | undefined;
+  readonly streamStallMs?: number | undefined;
   readonly maxInFlight?: number | undefined;
   readonly keepalive?: ConnectOptions['keepalive'];
 }
@@ -123,6 +124,7 @@ export class HostTable {
       signal,
       dialTimeoutMs: o.dialTimeoutMs,
       callTimeoutMs: o.callTimeoutMs,
+      streamStallMs: o.streamStallMs,
       maxInFlight: o.maxInFlight,
       keepalive: o.keepalive,
       logger: o.logger,

@@ -37,6 +37,8 @@ export interface RpcClientOptions {
   readonly maxInFlight?: number;
   /** Budget of a call that names none, ms. */
   readonly callTimeoutMs?: number;
+  /** How long an upload or download may wait on the daemon with no bytes moving, ms. */
+  readonly streamStallMs?: number;
   readonly logger?: Logger | undefined;
   readonly tracer?: Tracer | undefined;
 }
@@ -47,7 +49,12 @@ export interface CallOptions {
   readonly timeoutMs?: number | undefined;
 }
 
-const DEFAULTS = Object.freeze({ maxInFlight: 4, callTimeoutMs: 60_000 });
+export interface StreamOptions extends CallOptions {
+  /** This stream's stall limit, ms; overrides the client's default. */
+  readonly stallMs?: number | undefined;
+}
+
+const DEFAULTS = Object.freeze({ maxInFlight: 4, callTimeoutMs: 60_000, streamStallMs: 60_000 });
 export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
   readonly host: string;
   private readonly callTimeoutMs: number;
@@ -87,6 +94,7 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
     this.channel = {
       host: this.host,
       link: stream,
+      stallMs: options.streamStallMs ?? DEFAULTS.streamStallMs,
       isDown: () => this.down,
       open: (proc, args, sink, opts) => this.openStream(proc, args, sink, opts),
       forget: (serial) => this.streams.delete(serial),
@@ -148,7 +156,7 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
     proc: Procedure<A, unknown>,
     args: A,
     source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
-    options?: CallOptions,
+    options?: StreamOptions,
   ): Promise<void> {
     return uploadStream(this.channel, proc, args, source, options);
   }
@@ -157,7 +165,7 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
   download<A>(
     proc: Procedure<A, unknown>,
     args: A,
-    options?: CallOptions,
+    options?: StreamOptions,
   ): AsyncGenerator<Buffer, void, undefined> {
     return downloadStream(this.channel, proc, args, options);
   }

@@ -3,7 +3,7 @@
 // StorageVolDownload), each a call that opens the stream, the data, and the finish handshake.
 // A signal that fires mid-stream kills the link: libvirt cannot cancel a stream either.
 import type { Duplex } from 'node:stream';
-import { CallAbortedError, LinkInterruptedError } from './errors.js';
+import { CallAbortedError, LinkInterruptedError, StreamStalledError } from './errors.js';
 import { MessageStatus, MessageType, encodePrefix, type PacketHeader } from './packet.js';
 import type { Procedure } from './procedure.js';
 import {
@@ -19,13 +19,18 @@ const UPLOAD_BUFFER_BYTES = 1024 * 1024;
 
 export interface StreamCallOptions {
   readonly signal?: AbortSignal | undefined;
+  /** The budget of the call that opens the stream. */
   readonly timeoutMs?: number | undefined;
+  /** How long the daemon may move no bytes while the stream waits on it; overrides the client's. */
+  readonly stallMs?: number | undefined;
 }
 
 /** What a stream needs of the client that owns the link. */
 export interface StreamChannel extends ReadGate {
   readonly host: string;
   readonly link: Duplex;
+  /** The client's stall limit for streams, ms. */
+  readonly stallMs: number;
   isDown(): boolean;
   /** Makes the call that opens the stream, with `sink` registered for its serial first. */
   open<A>(
@@ -73,6 +78,76 @@ function abandonOnAbort(
 }
 
 /**
+ * The stall limit of one stream (StreamStalledError). The clock runs only while the stream waits
+ * on the daemon (for 'drain' on an upload, for data on a download, for the finish), and starts
+ * again at each wait and each chunk, so a slow HTTP source or a consumer that lags never counts
+ * against the daemon. One timer for the whole stream, re-armed when it fires early, rather
+ * than one per chunk.
+ */
+class StallWatch {
+  #waits = 0;
+  #since = 0;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly ms: number,
+    private readonly onStall: () => void,
+  ) {}
+
+  /** `wait`, a wait on the daemon, with the clock running while it is pending. */
+  async on<T>(wait: Promise<T>): Promise<T> {
+    this.#since = performance.now();
+    if (this.#waits++ === 0 && this.#timer === undefined) this.#arm(this.ms);
+    try {
+      return await wait;
+    } finally {
+      this.#waits -= 1;
+    }
+  }
+
+  /** Bytes moved: the daemon is alive. */
+  progress(): void {
+    this.#since = performance.now();
+  }
+
+  stop(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #arm(ms: number): void {
+    this.#timer = setTimeout(() => this.#check(), Math.max(1, ms));
+    this.#timer.unref();
+  }
+
+  #check(): void {
+    this.#timer = undefined;
+    if (this.#waits === 0) return; // re-armed by the next wait
+    const idle = performance.now() - this.#since;
+    if (idle >= this.ms) this.onStall();
+    else this.#arm(this.ms - idle);
+  }
+}
+
+/** A stall watch that fails `sink` and kills the link when the daemon stops moving bytes. */
+function watchStall(
+  channel: StreamChannel,
+  sink: StreamSink,
+  what: string,
+  procName: string,
+  stallMs: number | undefined,
+): StallWatch {
+  const ms = stallMs ?? channel.stallMs;
+  return new StallWatch(ms, () => {
+    const err = new StreamStalledError(procName, ms);
+    sink.fail(err);
+    channel.destroy(
+      new LinkInterruptedError(`${channel.host}: ${what} ${procName} stalled`, { cause: err }),
+    );
+  });
+}
+
+/**
  * The call, then `source` as stream data in chunks libvirt always accepts, with socket
  * back-pressure, then the finish handshake. Memory in flight stays at one chunk of `source`
  * plus the socket's buffer, whatever the size.
@@ -87,6 +162,7 @@ export async function uploadStream<A>(
   const sink = new UploadSink();
   const serial = await channel.open(proc, args, sink, options);
   const undo = abandonOnAbort(channel, sink, 'upload', proc.name, options?.signal);
+  const stall = watchStall(channel, sink, 'upload', proc.name, options?.stallMs);
   const link = channel.link;
   try {
     const header = streamHeader(proc, serial, MessageStatus.CONTINUE);
@@ -105,13 +181,13 @@ export async function uploadStream<A>(
       // packet would leave the daemon idle between packets. 'drain' comes only after a
       // write was refused (an SSH channel accepts up to 2 MiB before it refuses).
       if (link.writableNeedDrain && link.writableLength > UPLOAD_BUFFER_BYTES) {
-        await drained(link, sink);
+        await stall.on(drained(link, sink));
       }
     }
     packets.flush();
     sink.throwIfFailed();
     channel.write(encodePrefix({ ...header, status: MessageStatus.OK }, 0));
-    await sink.finished;
+    await stall.on(sink.finished);
   } catch (err) {
     // The source failed (or we did) with the daemon's stream still open: without a finish
     // the daemon would keep the volume busy until the link closed. Closing it is the abort.
@@ -125,6 +201,7 @@ export async function uploadStream<A>(
     }
     throw err;
   } finally {
+    stall.stop();
     undo();
     channel.forget(serial);
   }
@@ -144,15 +221,18 @@ export async function* downloadStream<A>(
   const sink = new DownloadSink(channel);
   const serial = await channel.open(proc, args, sink, options);
   const undo = abandonOnAbort(channel, sink, 'download', proc.name, options?.signal);
+  const stall = watchStall(channel, sink, 'download', proc.name, options?.stallMs);
   try {
     for (;;) {
-      const chunk = await sink.next();
+      const chunk = await stall.on(sink.next());
       if (chunk === null) break;
       yield chunk;
+      stall.progress();
     }
     channel.write(encodePrefix(streamHeader(proc, serial, MessageStatus.OK), 0));
-    await sink.finished;
+    await stall.on(sink.finished);
   } finally {
+    stall.stop();
     undo();
     channel.forget(serial);
     sink.release();

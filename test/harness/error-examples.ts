@@ -11,6 +11,7 @@ import {
   LinkClosedError,
   LinkInterruptedError,
   ProtocolError,
+  StreamStalledError,
 } from '../../src/libvirt/errors.js';
 import { DialError } from '../../src/libvirt/transport/dial-error.js';
 import { HostTable } from '../../src/libvirt/host-table.js';
@@ -214,11 +215,13 @@ export const derivedExamples: Record<string, readonly (readonly [() => unknown, 
 const imageAt = imageSource('debian-12', {
   url: 'https://images.internal/x.qcow2',
   format: 'qcow2',
+  maxSize: 20 * 2 ** 30,
 });
 const live = new AbortController().signal;
 
 const kvm2Errors: Record<string, () => unknown> = {
   ERR_LIBVIRT_CALL_TIMEOUT: () => new CallAbortedError('DomainCreateWithFlags', true),
+  ERR_LIBVIRT_STREAM_STALLED: () => new StreamStalledError('StorageVolUpload', 60_000),
   ERR_LIBVIRT_CALL_ABORTED: () =>
     new CallAbortedError('DomainCreateWithFlags', false, { cause: AbortSignal.abort().reason }),
   ERR_LIBVIRT_INTERRUPTED: () => new LinkInterruptedError('the link to hv1 died'),

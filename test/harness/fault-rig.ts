@@ -4,7 +4,7 @@
 // share. Workers still running and instances named through the rig are removed after each test.
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import type { Kvm2Client } from '../../queues/client.js';
 import { hostQueueName } from '../../queues/names.js';
 import type { ResultEntry } from '../../queues/results.js';
@@ -261,4 +261,15 @@ export function faultRig(): FaultRig {
       process.stdout.write(`[worker-faults] timings: ${JSON.stringify(timings)}\n`);
     },
   };
+}
+
+/**
+ * Registers a test file's hooks for `rig`: started before the file's tests (`onStart` takes what
+ * start() made), cleaned after each test (whatever a test left running, when it failed half-way,
+ * must not take the next test's jobs), stopped after all.
+ */
+export function faultHooks(rig: FaultRig, onStart: (setup: FaultSetup) => void): void {
+  beforeAll(async () => onStart(await rig.start()), 120_000);
+  afterEach(() => rig.afterTest(), 60_000);
+  afterAll(() => rig.stop(), 180_000);
 }

@@ -42,6 +42,19 @@ export async function poolVolumes(pool = 'default'): Promise<string[]> {
     .sort();
 }
 
+/** The image cache's volumes in the default pool now (bases and markers). */
+export async function poolBases(): Promise<string[]> {
+  return (await poolVolumes()).filter((v) => v.startsWith('kvm2-base-'));
+}
+
+/** Removes the bases (and markers) made since `before`: the image cache keeps them otherwise. */
+export async function removeBasesSince(before: readonly string[]): Promise<void> {
+  for (const v of await poolBases()) {
+    if (!before.includes(v))
+      await virsh(['vol-delete', '--pool', 'default', v]).catch(() => undefined);
+  }
+}
+
 export async function domainExists(name: string): Promise<boolean> {
   const names = (await virsh(['list', '--all', '--name'])).split('\n').map((s) => s.trim());
   return names.includes(name);

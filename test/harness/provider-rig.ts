@@ -2,6 +2,7 @@
 // isolated network, a tiny qcow2 served by a real HTTP server on port 0 under an image name of
 // the run's own, a Provider over them, and telemetry kept in memory. stop() deletes the
 // instances named through instanceName() and the base images the run filled.
+import { afterAll, beforeAll } from 'vitest';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -14,11 +15,16 @@ import type { Logger } from 'pino';
 import { parseConfig } from '../../src/provider/config/load.js';
 import { Provider } from '../../src/provider/provider.js';
 import { startImageServer, type ImageServer } from './image-server.js';
-import { isolatedNetwork, poolVolumes, type TestNetwork } from './libvirt-objects.js';
+import {
+  isolatedNetwork,
+  poolBases,
+  removeBasesSince,
+  type TestNetwork,
+} from './libvirt-objects.js';
 import { startSshd, type Sshd } from './sshd.js';
 import { memoryLogger, memoryTracing } from './telemetry.js';
 import { testHost } from './test-host.js';
-import { uniqueName, virsh } from './virsh.js';
+import { uniqueName } from './virsh.js';
 
 const run = promisify(execFile);
 
@@ -79,7 +85,7 @@ export function providerRig(): ProviderRig {
     imageTag,
     instanceName,
     async start() {
-      basesBefore = (await poolVolumes()).filter((v) => v.startsWith('kvm2-base-'));
+      basesBefore = await poolBases();
       context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
       dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvm2-provider-'));
       const image = path.join(dir, 'tiny.qcow2');
@@ -102,12 +108,7 @@ export function providerRig(): ProviderRig {
         await Promise.all(names.map((n) => p.delete(`h1/${n}`).catch(() => undefined)));
       }
       await provider?.close();
-      // The base images (and markers) this run's images filled: the cache keeps them otherwise.
-      for (const v of await poolVolumes()) {
-        if (v.startsWith('kvm2-base-') && !basesBefore.includes(v)) {
-          await virsh(['vol-delete', '--pool', 'default', v]).catch(() => undefined);
-        }
-      }
+      await removeBasesSince(basesBefore);
       await net?.remove();
       await images?.close();
       await sshd?.stop();
@@ -115,4 +116,10 @@ export function providerRig(): ProviderRig {
       context.disable();
     },
   };
+}
+
+/** Registers a test file's hooks for `rig`: started before its tests (`onStart` takes what start() made), stopped after. */
+export function providerHooks(rig: ProviderRig, onStart: (setup: ProviderSetup) => void): void {
+  beforeAll(async () => onStart(await rig.start()), 60_000);
+  afterAll(() => rig.stop());
 }

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { chmod, mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { SeedError } from '../../src/provider/seed/errors.js';
 
 const execFileAsync = promisify(execFile);
 export const PYTHON = '/usr/bin/python3'; // Debian's, with cloud-init; not the pyenv one on PATH
@@ -85,3 +86,14 @@ for seed in args['seeds']:
     })
 print(json.dumps(out))
 `;
+
+/** The SeedError `fn` throws; anything else it throws is rethrown, and no throw fails. */
+export function seedErrorOf(fn: () => unknown): SeedError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof SeedError) return err;
+    throw err;
+  }
+  throw new Error('expected a SeedError');
+}

@@ -1,6 +1,7 @@
 // What the transport tests read a link with and dial into: AUTH_LIST, a call libvirtd answers
 // before any authentication, written raw and its reply frame read back; a dial that must fail,
 // as the DialError it gives; a stream's close; a listener that never speaks.
+import type { PacketHeader } from '../../src/libvirt/packet.js';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { expect } from 'vitest';
@@ -16,14 +17,9 @@ const AUTH_LIST_CALL = Buffer.from(
   'hex',
 );
 
-export interface ReplyHeader {
+/** A reply's frame header as read off the wire: its length word, then libvirt's header. */
+export interface ReplyHeader extends PacketHeader {
   length: number;
-  prog: number;
-  vers: number;
-  proc: number;
-  type: number;
-  serial: number;
-  status: number;
 }
 
 /** Writes AUTH_LIST and reads one whole reply frame back. */

@@ -3,8 +3,7 @@
 // written byte for byte with node:http so the Host and Origin headers are what a browser sends.
 import { request } from 'node:http';
 import { cpuUsage } from 'node:process';
-import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
-import { Redis } from 'ioredis';
+import { Queue, UnrecoverableError } from 'bullmq';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kvm2Client } from '../../queues/client.js';
@@ -12,6 +11,7 @@ import { hostQueueName } from '../../queues/names.js';
 import { USER_DATA_MAX_BYTES } from '../../src/provider/core/request.js';
 import { parseConfig } from '../../src/provider/config/load.js';
 import { startBoard, type BoardServer } from '../../board/server.js';
+import { failOneJob, type CreateJob } from '../harness/careless-worker.js';
 import { redisScope, type RedisScope } from '../harness/redis.js';
 
 let scope: RedisScope;
@@ -201,27 +201,6 @@ function largeUserData(): string {
   return lines.join('\n');
 }
 
-/** A worker that fails the job with `reason(job)`: quoting its user-data, as a careless one might. */
-async function failWith(
-  host: string,
-  reason: (job: Job<{ userData: string }>) => string,
-): Promise<void> {
-  const connection = new Redis(scope.url, { maxRetriesPerRequest: null });
-  const worker = new Worker(
-    hostQueueName(host),
-    (job: Job<{ userData: string }>) => Promise.reject(new UnrecoverableError(reason(job))),
-    { connection, prefix: scope.prefix, autorun: false },
-  );
-  const done = new Promise<void>((resolve) => worker.once('failed', () => resolve()));
-  void worker.run();
-  try {
-    await done;
-  } finally {
-    await worker.close();
-    await connection.quit();
-  }
-}
-
 /** CPU time this process spends per poll of `path` (the board runs in this process). */
 async function cpuPerPoll(path: string, polls: number): Promise<number> {
   const host = hostOf(board);
@@ -248,10 +227,13 @@ describe('the cost of a poll', () => {
     } finally {
       await client.close();
     }
-    const quote = (job: Job<{ userData: string }>) =>
-      `cloud-init rejected user-data:\n${job.data.userData}`;
-    await failWith('h1', quote);
-    await failWith('h2', quote);
+    // A careless worker quoting the user-data in its error.
+    const quote = (job: CreateJob) =>
+      Promise.reject(
+        new UnrecoverableError(`cloud-init rejected user-data:\n${job.data.userData}`),
+      );
+    await failOneJob(scope, 'h1', quote);
+    await failOneJob(scope, 'h2', quote);
     const pathOf = (host: string) =>
       `/api/queues?activeQueue=host.${host}&status=failed&page=1&jobsPerPage=10`;
     for (const host of ['h1', 'h2']) {

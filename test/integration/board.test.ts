@@ -3,8 +3,7 @@
 // response, asks for credentials, and refuses in read-only mode a retry that a writable board
 // performs. No kvm2 worker runs: jobs wait in their queues, one is failed by a test worker.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
-import { Redis } from 'ioredis';
+import { Queue, UnrecoverableError } from 'bullmq';
 import pino from 'pino';
 import {
   chromium,
@@ -19,6 +18,7 @@ import { GC_QUEUE, HEALTH_QUEUE, hostQueueName } from '../../queues/names.js';
 import { REDACTED } from '../../queues/registry.js';
 import { parseConfig } from '../../src/provider/config/load.js';
 import { startBoard, type BoardServer } from '../../board/server.js';
+import { failOneJob } from '../harness/careless-worker.js';
 import { redisScope, type RedisScope } from '../harness/redis.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -86,24 +86,11 @@ function create(host: string, name: string): Promise<EnqueuedCreate> {
 }
 
 /** The failure a buggy worker might produce: its log line and error quote the user-data. */
-async function failWithUserDataInError(host: string): Promise<void> {
-  const connection = new Redis(scope.url, { maxRetriesPerRequest: null });
-  const worker = new Worker(
-    hostQueueName(host),
-    async (job: Job<{ userData: string }>) => {
-      await job.log(`rendering seed from ${job.data.userData}`);
-      throw new UnrecoverableError(`cloud-init rejected user-data:\n${job.data.userData}`);
-    },
-    { connection, prefix: scope.prefix, autorun: false },
-  );
-  const done = new Promise<void>((resolve) => worker.once('failed', () => resolve()));
-  void worker.run();
-  try {
-    await done;
-  } finally {
-    await worker.close();
-    await connection.quit();
-  }
+function failWithUserDataInError(host: string): Promise<void> {
+  return failOneJob(scope, host, async (job) => {
+    await job.log(`rendering seed from ${job.data.userData}`);
+    throw new UnrecoverableError(`cloud-init rejected user-data:\n${job.data.userData}`);
+  });
 }
 
 function hostQueue(host: string): Queue {

@@ -3,10 +3,10 @@
 // lets it go. The waiting create must meet the fill lock before it asks the image server
 // anything, and come back less and less often while the fill lasts.
 import type { Queue } from 'bullmq';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Kvm2Client } from '../../queues/client.js';
 import { sleep, waitUntil } from '../harness/fault-kit.js';
-import { faultRig } from '../harness/fault-rig.js';
+import { faultHooks, faultRig } from '../harness/fault-rig.js';
 import type { QueueFleet } from '../harness/queue-fleet.js';
 
 const rig = faultRig();
@@ -14,13 +14,7 @@ let fleet: QueueFleet;
 let client: Kvm2Client;
 let queue: Queue;
 
-beforeAll(async () => {
-  ({ fleet, client, queue } = await rig.start());
-}, 120_000);
-
-afterEach(() => rig.afterTest(), 60_000);
-
-afterAll(() => rig.stop(), 180_000);
+faultHooks(rig, (setup) => ({ fleet, client, queue } = setup));
 
 describe('a create waiting for another create to fill the image', () => {
   it('asks the image server nothing while it waits, then finishes from the cache', async () => {

@@ -3,13 +3,13 @@
 // makes, a repeat create that changes nothing, the refusals, and a delete that leaves the base.
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEFAULT_SERIAL_LOG_DIR } from '../../src/provider/config/schema.js';
 import { newUid, serialLogFile } from '../../src/provider/core/ids.js';
 import type { Provider } from '../../src/provider/provider.js';
 import { KVM2_XMLNS } from '../../src/provider/xml/metadata.js';
 import { domainExists, poolVolumes } from '../harness/libvirt-objects.js';
-import { providerRig, SENTINEL } from '../harness/provider-rig.js';
+import { providerHooks, providerRig, SENTINEL } from '../harness/provider-rig.js';
 import { virsh, virshFails } from '../harness/virsh.js';
 
 const rig = providerRig();
@@ -17,11 +17,7 @@ const { imageTag, instanceName, logLines } = rig;
 let dir: string;
 let provider: Provider;
 
-beforeAll(async () => {
-  ({ dir, provider } = await rig.start());
-}, 60_000);
-
-afterAll(() => rig.stop());
+providerHooks(rig, (setup) => ({ dir, provider } = setup));
 
 describe('create, get, delete', () => {
   it('creates a running instance: overlay backed by the base, seed read-only, metadata', async () => {

@@ -16,7 +16,9 @@ import { restartLibvirtd } from '../harness/libvirtd.js';
 import {
   domainExists,
   isolatedNetwork,
+  poolBases,
   poolVolumes,
+  removeBasesSince,
   type TestNetwork,
 } from '../harness/libvirt-objects.js';
 import { startSshd, type Sshd } from '../harness/sshd.js';
@@ -32,7 +34,7 @@ let dir: string;
 let basesBefore: string[] = [];
 
 beforeAll(async () => {
-  basesBefore = (await poolVolumes()).filter((v) => v.startsWith('kvm2-base-'));
+  basesBefore = await poolBases();
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvm2-pfaults-'));
   sshd = await startSshd();
   images = await startImageServer();
@@ -40,11 +42,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const v of await poolVolumes()) {
-    if (v.startsWith('kvm2-base-') && !basesBefore.includes(v)) {
-      await virsh(['vol-delete', '--pool', 'default', v]).catch(() => undefined);
-    }
-  }
+  await removeBasesSince(basesBefore);
   await net?.remove();
   await images?.close();
   await sshd?.stop();

@@ -3,13 +3,13 @@
 // overlay volume kvm2 did not make, and the serial log's directory (hosts[].serialLogDir).
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/provider/config/load.js';
 import { newUid, serialLogFile } from '../../src/provider/core/ids.js';
 import { Provider } from '../../src/provider/provider.js';
 import type { ImageServer } from '../harness/image-server.js';
 import { domainExists, poolVolumes, type TestNetwork } from '../harness/libvirt-objects.js';
-import { providerRig } from '../harness/provider-rig.js';
+import { providerHooks, providerRig } from '../harness/provider-rig.js';
 import type { Sshd } from '../harness/sshd.js';
 import { testHost } from '../harness/test-host.js';
 import { virsh } from '../harness/virsh.js';
@@ -22,11 +22,7 @@ let net: TestNetwork;
 let dir: string;
 let provider: Provider;
 
-beforeAll(async () => {
-  ({ sshd, images, net, dir, provider } = await rig.start());
-}, 60_000);
-
-afterAll(() => rig.stop());
+providerHooks(rig, (setup) => ({ sshd, images, net, dir, provider } = setup));
 
 describe('what an administrator did is not undone', () => {
   it('a domain paused by an administrator is not resumed by a repeat create: permanent', async () => {

@@ -2,13 +2,13 @@
 // sshd: instances listed by tag from their metadata, a listing that fails whole, and the spans
 // of a create (no user-data in any span, log line or error).
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/provider/config/load.js';
 import { newUid } from '../../src/provider/core/ids.js';
 import { Provider } from '../../src/provider/provider.js';
 import type { ImageServer } from '../harness/image-server.js';
 import type { TestNetwork } from '../harness/libvirt-objects.js';
-import { providerRig, SENTINEL } from '../harness/provider-rig.js';
+import { providerHooks, providerRig, SENTINEL } from '../harness/provider-rig.js';
 import type { Sshd } from '../harness/sshd.js';
 import { testHost } from '../harness/test-host.js';
 import { uniqueName, virsh } from '../harness/virsh.js';
@@ -21,11 +21,7 @@ let net: TestNetwork;
 let dir: string;
 let provider: Provider;
 
-beforeAll(async () => {
-  ({ sshd, images, net, dir, provider } = await rig.start());
-}, 60_000);
-
-afterAll(() => rig.stop());
+providerHooks(rig, (setup) => ({ sshd, images, net, dir, provider } = setup));
 
 describe('listByTag', () => {
   it('lists only kvm2 instances with the tag, with identity from metadata', async () => {

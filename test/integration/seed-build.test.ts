@@ -5,9 +5,8 @@ import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SeedError } from '../../src/provider/seed/errors.js';
 import { buildSeed, type SeedInput } from '../../src/provider/seed/seed.js';
-import { NOW } from '../harness/seed-readers.js';
+import { NOW, seedErrorOf } from '../harness/seed-readers.js';
 
 describe('buildSeed itself', () => {
   const input: SeedInput = { uid: 'u-1', name: 'vm', userData: '#cloud-config\n' };
@@ -38,7 +37,7 @@ describe('buildSeed itself', () => {
 
   it('refuses a given boundary that occurs in a part, without quoting the part', () => {
     const part = { contentType: 'text/x-shellscript', content: '#!/bin/sh\n# s3cret-sep\n' };
-    const err = catchSeedError(() =>
+    const err = seedErrorOf(() =>
       buildSeed({ ...input, vendorData: [part] }, { boundary: 's3cret-sep' }),
     );
     expect([err.code, err.field, err.kind]).toEqual([
@@ -51,24 +50,14 @@ describe('buildSeed itself', () => {
 
   it('names the size, never the content, of user-data that does not fit', () => {
     const userData = `#cloud-config\npassword: hunter2\n${'x'.repeat(17 * 1024 * 1024)}`;
-    const err = catchSeedError(() => buildSeed({ ...input, userData }));
+    const err = seedErrorOf(() => buildSeed({ ...input, userData }));
     expect(err.code).toBe('ERR_SEED_TOO_LARGE');
     expect(err.message).toContain(`user-data ${Buffer.byteLength(userData)}`);
     expect(err.message).not.toContain('hunter2');
   });
 
   it('refuses identity fields that cannot be meta-data', () => {
-    expect(catchSeedError(() => buildSeed({ ...input, uid: '' })).field).toBe('uid');
-    expect(catchSeedError(() => buildSeed({ ...input, name: 'a\ud800' })).field).toBe('name');
+    expect(seedErrorOf(() => buildSeed({ ...input, uid: '' })).field).toBe('uid');
+    expect(seedErrorOf(() => buildSeed({ ...input, name: 'a\ud800' })).field).toBe('name');
   });
 });
-
-function catchSeedError(fn: () => unknown): SeedError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof SeedError) return err;
-    throw err;
-  }
-  throw new Error('expected a SeedError');
-}

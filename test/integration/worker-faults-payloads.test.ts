@@ -2,10 +2,10 @@
 // Redis by hand, where a real `kvm2 worker` process fails them permanently after one attempt.
 // Real Redis, the real libvirtd through sshd.
 import type { Queue } from 'bullmq';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Kvm2Client } from '../../queues/client.js';
 import { waitUntil } from '../harness/fault-kit.js';
-import { faultRig, USER_DATA } from '../harness/fault-rig.js';
+import { faultHooks, faultRig, USER_DATA } from '../harness/fault-rig.js';
 import type { QueueFleet } from '../harness/queue-fleet.js';
 
 const rig = faultRig();
@@ -15,14 +15,7 @@ let client: Kvm2Client;
 /** The queue host.h1, to read jobs' state, progress and attempts. */
 let queue: Queue;
 
-beforeAll(async () => {
-  ({ fleet, client, queue } = await rig.start());
-}, 120_000);
-
-// Whatever a test left running (it failed half-way, say) must not take the next test's jobs.
-afterEach(() => rig.afterTest(), 60_000);
-
-afterAll(() => rig.stop(), 180_000);
+faultHooks(rig, (setup) => ({ fleet, client, queue } = setup));
 
 describe('malformed payloads', () => {
   it('the producer refuses a bad name, naming the field; nothing is enqueued', async () => {

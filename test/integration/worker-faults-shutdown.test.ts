@@ -5,9 +5,9 @@
 // whose download stalls until the test says go.
 import net from 'node:net';
 import type { Queue } from 'bullmq';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sleep, tcpProxy } from '../harness/fault-kit.js';
-import { faultRig, runOf, SHUTDOWN_TIMEOUT_MS } from '../harness/fault-rig.js';
+import { faultHooks, faultRig, runOf, SHUTDOWN_TIMEOUT_MS } from '../harness/fault-rig.js';
 import type { QueueFleet } from '../harness/queue-fleet.js';
 import { startWorkerProcess } from '../harness/worker-process.js';
 
@@ -28,14 +28,7 @@ let fleet: QueueFleet;
 /** The queue host.h1, to read jobs' state, progress and attempts. */
 let queue: Queue;
 
-beforeAll(async () => {
-  ({ fleet, queue } = await rig.start());
-}, 120_000);
-
-// Whatever a test left running (it failed half-way, say) must not take the next test's jobs.
-afterEach(() => rig.afterTest(), 60_000);
-
-afterAll(() => rig.stop(), 180_000);
+faultHooks(rig, (setup) => ({ fleet, queue } = setup));
 
 describe('Redis gone during shutdown', () => {
   /** A worker reaching Redis through a TCP proxy, started, then the proxy cut. */

@@ -3,10 +3,10 @@
 // (failed after one attempt, permanent). Real `kvm2 worker` processes, real Redis, the real
 // libvirtd through sshd.
 import type { Queue } from 'bullmq';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Kvm2Client } from '../../queues/client.js';
 import { stopSshdListener, waitUntil } from '../harness/fault-kit.js';
-import { faultRig } from '../harness/fault-rig.js';
+import { faultHooks, faultRig } from '../harness/fault-rig.js';
 import type { QueueFleet } from '../harness/queue-fleet.js';
 import { testHost } from '../harness/test-host.js';
 
@@ -17,14 +17,7 @@ let client: Kvm2Client;
 /** The queue host.h1, to read jobs' state, progress and attempts. */
 let queue: Queue;
 
-beforeAll(async () => {
-  ({ fleet, client, queue } = await rig.start());
-}, 120_000);
-
-// Whatever a test left running (it failed half-way, say) must not take the next test's jobs.
-afterEach(() => rig.afterTest(), 60_000);
-
-afterAll(() => rig.stop(), 180_000);
+faultHooks(rig, (setup) => ({ fleet, client, queue } = setup));
 
 describe('sshd stopped, then restarted', () => {
   it('the create is retried (transient) and succeeds once sshd is back', async () => {

@@ -6,10 +6,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Kvm2Client } from '../../queues/client.js';
 import { sleep, waitUntil } from '../harness/fault-kit.js';
-import { faultRig, runOf } from '../harness/fault-rig.js';
+import { faultHooks, faultRig, runOf } from '../harness/fault-rig.js';
 import type { QueueFleet } from '../harness/queue-fleet.js';
 import type { WorkerProcess } from '../harness/worker-process.js';
 
@@ -31,14 +31,7 @@ let connection: Redis;
 /** The queue host.h1, to read jobs' state, progress and attempts. */
 let queue: Queue;
 
-beforeAll(async () => {
-  ({ fleet, client, connection, queue } = await rig.start());
-}, 120_000);
-
-// Whatever a test left running (it failed half-way, say) must not take the next test's jobs.
-afterEach(() => rig.afterTest(), 60_000);
-
-afterAll(() => rig.stop(), 180_000);
+faultHooks(rig, (setup) => ({ fleet, client, connection, queue } = setup));
 
 describe('a worker killed in the middle of a create', () => {
   it('SIGKILL inside the image download: another worker finishes the job; one domain, no leaked volume', async () => {

@@ -130,6 +130,8 @@ const EXPECTED_KIND: Readonly<Record<string, ErrorKind | 'derived'>> = {
   'kvm2 ERR_LIBVIRT': 'derived',
   'kvm2 ERR_LIBVIRT_DIAL': 'derived',
   'kvm2 ERR_LIBVIRT_CALL_TIMEOUT': 'transient',
+  // A hung iohelper is the host's passing trouble, like a call that ran out of time.
+  'kvm2 ERR_LIBVIRT_STREAM_STALLED': 'transient',
   'kvm2 ERR_LIBVIRT_CALL_ABORTED': 'transient',
   'kvm2 ERR_LIBVIRT_INTERRUPTED': 'transient',
   'kvm2 ERR_LIBVIRT_PROTOCOL': 'transient',
@@ -153,6 +155,7 @@ const EXPECTED_KIND: Readonly<Record<string, ErrorKind | 'derived'>> = {
   'kvm2 ERR_IMAGE_HTTP': 'derived',
   'kvm2 ERR_IMAGE_EMPTY': 'permanent',
   'kvm2 ERR_IMAGE_DIGEST_MISMATCH': 'permanent',
+  'kvm2 ERR_IMAGE_TOO_LARGE': 'permanent',
   'kvm2 ERR_IMAGE_CONTENT': 'permanent',
   'kvm2 ERR_LOCK_BUSY': 'transient',
   'kvm2 ERR_DOMAIN_DIED': 'transient',

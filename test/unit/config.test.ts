@@ -39,6 +39,7 @@ describe('the embedded default', () => {
         firmware: 'uefi',
         cpuMode: 'host-passthrough',
         serialLogDir: '/var/log/libvirt/qemu',
+        poolReserve: 2 ** 30,
       },
     ]);
     expect(config.redis).toEqual({ url: 'redis://127.0.0.1:6379', prefix: '{kvm2}' });
@@ -94,6 +95,7 @@ describe('loading files', () => {
       url: 'https://images.internal/debian-12.qcow2',
       sha256: 'ab'.repeat(32),
       format: 'qcow2',
+      maxSize: 20 * 2 ** 30,
     });
     expect(config.health.every).toBe(120_000);
   });

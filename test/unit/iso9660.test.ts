@@ -8,7 +8,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SeedError } from '../../src/provider/seed/errors.js';
+import { seedErrorOf } from '../harness/seed-readers.js';
 import {
   buildIso9660,
   ISO_MAX_DATA_BYTES,
@@ -186,15 +186,7 @@ describe('buildIso9660 layout', () => {
 describe('buildIso9660 input checks', () => {
   const build = (files: IsoFile[]): Buffer =>
     buildIso9660(files, { volumeId: 'cidata', timestamp: WHEN });
-  const errorOf = (fn: () => unknown): SeedError => {
-    try {
-      fn();
-    } catch (err) {
-      if (err instanceof SeedError) return err;
-      throw err;
-    }
-    throw new Error('expected a SeedError');
-  };
+  const errorOf = seedErrorOf;
   const file = (name: string): IsoFile => ({ name, data: Buffer.from('x') });
 
   it.each([

@@ -65,6 +65,8 @@ const hostFields = z.strictObject({
   firmware: z.enum(['uefi', 'bios']).default('uefi'),
   cpuMode: z.enum(['host-passthrough', 'host-model', 'none']).optional(),
   serialLogDir: serialLogDir.default(DEFAULT_SERIAL_LOG_DIR),
+  /** What an image fill leaves free in the pool: it stops before taking the last of it. */
+  poolReserve: size.prefault('1GiB'),
 });
 type HostFields = z.output<typeof hostFields>;
 type HostCommon = Omit<HostFields, 'network' | 'bridge' | 'cpuMode'> & { cpuMode: CpuMode };
@@ -142,6 +144,8 @@ const image = z.strictObject({
     .transform((s) => s.toLowerCase())
     .optional(),
   format: z.enum(['qcow2', 'raw']).default('qcow2'),
+  /** The most bytes a fill takes from the server, whatever it says or does not say. */
+  maxSize: size.prefault('20GiB'),
 });
 
 const images = z.record(label('image name'), image).default({});

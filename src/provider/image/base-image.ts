@@ -64,18 +64,21 @@ export interface CacheEntry {
   readonly imageName: string;
   readonly image: ImageConfig;
   readonly poolName: string;
+  /** Bytes a fill leaves free in the pool (the host's poolReserve). */
+  readonly poolReserve: number;
   readonly baseName: string;
   readonly markerName: string;
 }
 
 export function cacheEntry(ctx: ProviderContext, host: string, imageName: string): CacheEntry {
-  const poolName = hostConfig(ctx, host).pool;
+  const { pool: poolName, poolReserve } = hostConfig(ctx, host);
   const image = imageConfig(ctx, imageName);
   return {
     host,
     imageName,
     image,
     poolName,
+    poolReserve,
     baseName: baseVolumeName(image),
     markerName: markerVolumeName(image),
   };

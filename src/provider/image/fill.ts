@@ -8,6 +8,7 @@ import type { LibvirtConnection } from '../../libvirt/connection.js';
 import { VirErr } from '../../libvirt/error-codes.js';
 import { LibvirtError } from '../../libvirt/errors.js';
 import {
+  StoragePoolGetInfo,
   StorageVolCreateXML,
   StorageVolGetXMLDesc,
   StorageVolUpload,
@@ -74,6 +75,8 @@ export async function fillBaseImage(
       const response = await openImage(src, { signal: budget });
       cancelResponse = response.cancel;
       conn = await ctx.hosts.dedicated(entry.host, { signal: budget });
+      const cap = await byteCap(conn, pool, entry, src, budget);
+      if (response.length !== undefined) cap.check(response.length, 'says');
       // Created raw, whatever the image: a raw volume is a plain file of exactly the uploaded
       // bytes, and the refresh below lets libvirt probe it as qcow2 (docs/image-cache.md).
       // Without a Content-Length it starts at one byte and the upload extends it.
@@ -88,7 +91,12 @@ export async function fillBaseImage(
       await conn.upload(
         StorageVolUpload,
         { vol: base, offset: 0n, length: 0n, flags: 0 },
-        hashing(response.body, tally, (bytes) => onBytes?.(bytes, response.length)),
+        hashing(response.body, tally, (bytes) => {
+          // Counted as it streams: a body without Content-Length, or one longer than it said,
+          // stops here, before the pool takes a byte more than allowed.
+          cap.check(bytes, 'sent');
+          onBytes?.(bytes, response.length);
+        }),
         { signal: budget },
       );
       const sha256 = verify(src, entry, response.length, tally);
@@ -128,6 +136,42 @@ export async function fillBaseImage(
       span.end();
     }
   });
+}
+
+/**
+ * The most bytes this fill may write: the image's maxSize, and the pool's free space now less
+ * the host's poolReserve (other instances on the pool must not meet ENOSPC because an image
+ * server sent more than it should). `check` throws once a count goes over either.
+ */
+async function byteCap(
+  conn: LibvirtConnection,
+  pool: NonnullStoragePool,
+  entry: CacheEntry,
+  src: ImageSource,
+  signal: AbortSignal,
+): Promise<{ check(bytes: number, how: 'says' | 'sent'): void }> {
+  const { available } = await conn.call(StoragePoolGetInfo, { pool }, { signal });
+  const reserve = BigInt(entry.poolReserve);
+  const room = available > reserve ? Number(available - reserve) : 0;
+  const maxSize = entry.image.maxSize;
+  const prefix = `image '${entry.imageName}' from ${src.where}`;
+  return {
+    check(bytes, how) {
+      const what = how === 'says' ? `says it has ${bytes} bytes` : `had sent ${bytes} bytes`;
+      if (bytes > maxSize) {
+        throw new Kvm2Error(
+          'ERR_IMAGE_TOO_LARGE',
+          `${prefix} ${what}, over its maxSize of ${maxSize} (kvm2.images.${entry.imageName}.maxSize)`,
+        );
+      }
+      if (bytes > room) {
+        throw new Kvm2Error(
+          'ERR_POOL_FULL',
+          `${prefix} ${what}; pool '${entry.poolName}' on host '${entry.host}' has ${available} bytes free, of which ${entry.poolReserve} stay in reserve`,
+        );
+      }
+    },
+  };
 }
 
 function asError(err: unknown): Error {
