@@ -94,7 +94,8 @@ export function generateProtocol(opts: GenerateOptions): GenerateResult {
   const codecs = new CodecEmitter(model);
 
   // Procedures: args/ret follow libvirt's own convention (gendispatch.pl), remote_<proc>_args
-  // and remote_<proc>_ret, each absent when void.
+  // and remote_<proc>_ret, each absent when void. An event is a procedure the daemon sends as a
+  // MESSAGE with remote_<proc>_msg as its body: received like a reply, so it stands as the ret.
   const procEnum = enumOf(remote.file, 'remote_procedure');
   const members = new Map(procEnum.members.map((m) => [m.name, m]));
   const missing = opts.allowlist.filter((n) => !members.has(n));
@@ -122,7 +123,7 @@ export function generateProtocol(opts: GenerateOptions): GenerateResult {
       name: procedureName(member),
       proc: model.value(m.value),
       args: pick('args'),
-      ret: pick('ret'),
+      ret: pick('ret') ?? pick('msg'),
       stream: read ? 'read' : write ? 'write' : undefined,
     };
   });

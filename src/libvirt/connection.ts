@@ -147,6 +147,11 @@ export class LibvirtConnection extends EventEmitter<{ close: [Error | undefined]
     return this.rpc.call(proc, args, options);
   }
 
+  /** The daemon's MESSAGEs for `proc` (events), decoded; returns the unsubscribe. */
+  subscribe<M>(proc: Procedure<void, M>, handler: (message: M) => void): () => void {
+    return this.rpc.subscribe(proc, handler);
+  }
+
   upload<A>(
     proc: Procedure<A, unknown>,
     args: A,

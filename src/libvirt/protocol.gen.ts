@@ -1436,6 +1436,45 @@ export function decodeStorageVolGetPathRet(r: XdrReader): StorageVolGetPathRet {
   };
 }
 
+/** remote_domain_event_lifecycle_msg */
+export interface DomainEventLifecycleMsg {
+  dom: NonnullDomain; // remote_nonnull_domain dom
+  event: number; // int event
+  detail: number; // int detail
+}
+
+export function encodeDomainEventLifecycleMsg(w: XdrWriter, v: DomainEventLifecycleMsg): void {
+  encodeNonnullDomain(w, v.dom);
+  w.int(v.event);
+  w.int(v.detail);
+}
+
+export function decodeDomainEventLifecycleMsg(r: XdrReader): DomainEventLifecycleMsg {
+  return {
+    dom: decodeNonnullDomain(r),
+    event: r.int(),
+    detail: r.int(),
+  };
+}
+
+/** remote_domain_event_callback_lifecycle_msg */
+export interface DomainEventCallbackLifecycleMsg {
+  callbackID: number; // int callbackID
+  msg: DomainEventLifecycleMsg; // remote_domain_event_lifecycle_msg msg
+}
+
+export function encodeDomainEventCallbackLifecycleMsg(w: XdrWriter, v: DomainEventCallbackLifecycleMsg): void {
+  w.int(v.callbackID);
+  encodeDomainEventLifecycleMsg(w, v.msg);
+}
+
+export function decodeDomainEventCallbackLifecycleMsg(r: XdrReader): DomainEventCallbackLifecycleMsg {
+  return {
+    callbackID: r.int(),
+    msg: decodeDomainEventLifecycleMsg(r),
+  };
+}
+
 /** remote_domain_is_active_args */
 export interface DomainIsActiveArgs {
   dom: NonnullDomain; // remote_nonnull_domain dom
@@ -1523,6 +1562,59 @@ export function encodeStoragePoolIsActiveRet(w: XdrWriter, v: StoragePoolIsActiv
 export function decodeStoragePoolIsActiveRet(r: XdrReader): StoragePoolIsActiveRet {
   return {
     active: r.int(),
+  };
+}
+
+/** remote_connect_domain_event_callback_register_any_args */
+export interface ConnectDomainEventCallbackRegisterAnyArgs {
+  eventID: number; // int eventID
+  dom: NonnullDomain | null; // remote_domain dom
+}
+
+export function encodeConnectDomainEventCallbackRegisterAnyArgs(w: XdrWriter, v: ConnectDomainEventCallbackRegisterAnyArgs): void {
+  w.int(v.eventID);
+  if (v.dom === null) {
+    w.uint(0);
+  } else {
+    w.uint(1);
+    encodeNonnullDomain(w, v.dom);
+  }
+}
+
+export function decodeConnectDomainEventCallbackRegisterAnyArgs(r: XdrReader): ConnectDomainEventCallbackRegisterAnyArgs {
+  return {
+    eventID: r.int(),
+    dom: r.bool() ? decodeNonnullDomain(r) : null,
+  };
+}
+
+/** remote_connect_domain_event_callback_register_any_ret */
+export interface ConnectDomainEventCallbackRegisterAnyRet {
+  callbackID: number; // int callbackID
+}
+
+export function encodeConnectDomainEventCallbackRegisterAnyRet(w: XdrWriter, v: ConnectDomainEventCallbackRegisterAnyRet): void {
+  w.int(v.callbackID);
+}
+
+export function decodeConnectDomainEventCallbackRegisterAnyRet(r: XdrReader): ConnectDomainEventCallbackRegisterAnyRet {
+  return {
+    callbackID: r.int(),
+  };
+}
+
+/** remote_connect_domain_event_callback_deregister_any_args */
+export interface ConnectDomainEventCallbackDeregisterAnyArgs {
+  callbackID: number; // int callbackID
+}
+
+export function encodeConnectDomainEventCallbackDeregisterAnyArgs(w: XdrWriter, v: ConnectDomainEventCallbackDeregisterAnyArgs): void {
+  w.int(v.callbackID);
+}
+
+export function decodeConnectDomainEventCallbackDeregisterAnyArgs(r: XdrReader): ConnectDomainEventCallbackDeregisterAnyArgs {
+  return {
+    callbackID: r.int(),
   };
 }
 
@@ -1777,6 +1869,30 @@ export function decodeConnectListAllNetworksRet(r: XdrReader): ConnectListAllNet
   for (let i = 0, n = r.count(16384, 20); i < n; i++) nets.push(decodeNonnullNetwork(r));
   const ret = r.uint();
   return { nets, ret };
+}
+
+/** remote_domain_event_callback_agent_lifecycle_msg */
+export interface DomainEventCallbackAgentLifecycleMsg {
+  callbackID: number; // int callbackID
+  dom: NonnullDomain; // remote_nonnull_domain dom
+  state: number; // int state
+  reason: number; // int reason
+}
+
+export function encodeDomainEventCallbackAgentLifecycleMsg(w: XdrWriter, v: DomainEventCallbackAgentLifecycleMsg): void {
+  w.int(v.callbackID);
+  encodeNonnullDomain(w, v.dom);
+  w.int(v.state);
+  w.int(v.reason);
+}
+
+export function decodeDomainEventCallbackAgentLifecycleMsg(r: XdrReader): DomainEventCallbackAgentLifecycleMsg {
+  return {
+    callbackID: r.int(),
+    dom: decodeNonnullDomain(r),
+    state: r.int(),
+    reason: r.int(),
+  };
 }
 
 /** remote_domain_ip_addr */
@@ -2193,6 +2309,46 @@ export const DomainShutdownFlags: Procedure<DomainShutdownFlagsArgs, undefined> 
   proc: 258,
   encode: encodeDomainShutdownFlagsArgs,
   decode: decodeVoid,
+};
+
+/** REMOTE_PROC_CONNECT_DOMAIN_EVENT_CALLBACK_REGISTER_ANY = 316 */
+export const ConnectDomainEventCallbackRegisterAny: Procedure<ConnectDomainEventCallbackRegisterAnyArgs, ConnectDomainEventCallbackRegisterAnyRet> = {
+  name: 'ConnectDomainEventCallbackRegisterAny',
+  program: REMOTE_PROGRAM,
+  version: REMOTE_PROTOCOL_VERSION,
+  proc: 316,
+  encode: encodeConnectDomainEventCallbackRegisterAnyArgs,
+  decode: decodeConnectDomainEventCallbackRegisterAnyRet,
+};
+
+/** REMOTE_PROC_CONNECT_DOMAIN_EVENT_CALLBACK_DEREGISTER_ANY = 317 */
+export const ConnectDomainEventCallbackDeregisterAny: Procedure<ConnectDomainEventCallbackDeregisterAnyArgs, undefined> = {
+  name: 'ConnectDomainEventCallbackDeregisterAny',
+  program: REMOTE_PROGRAM,
+  version: REMOTE_PROTOCOL_VERSION,
+  proc: 317,
+  encode: encodeConnectDomainEventCallbackDeregisterAnyArgs,
+  decode: decodeVoid,
+};
+
+/** REMOTE_PROC_DOMAIN_EVENT_CALLBACK_LIFECYCLE = 318 */
+export const DomainEventCallbackLifecycle: Procedure<void, DomainEventCallbackLifecycleMsg> = {
+  name: 'DomainEventCallbackLifecycle',
+  program: REMOTE_PROGRAM,
+  version: REMOTE_PROTOCOL_VERSION,
+  proc: 318,
+  encode: encodeVoid,
+  decode: decodeDomainEventCallbackLifecycleMsg,
+};
+
+/** REMOTE_PROC_DOMAIN_EVENT_CALLBACK_AGENT_LIFECYCLE = 348 */
+export const DomainEventCallbackAgentLifecycle: Procedure<void, DomainEventCallbackAgentLifecycleMsg> = {
+  name: 'DomainEventCallbackAgentLifecycle',
+  program: REMOTE_PROGRAM,
+  version: REMOTE_PROTOCOL_VERSION,
+  proc: 348,
+  encode: encodeVoid,
+  decode: decodeDomainEventCallbackAgentLifecycleMsg,
 };
 
 /** REMOTE_PROC_DOMAIN_GET_AUTOSTART = 15 */

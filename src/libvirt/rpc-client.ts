@@ -13,7 +13,6 @@ import type { Logger } from 'pino';
 import { CallTable } from './call-table.js';
 import {
   CallAbortedError,
-  LibvirtError,
   LinkClosedError,
   LinkInterruptedError,
   ProtocolError,
@@ -21,8 +20,10 @@ import {
 import { Keepalive, type KeepaliveOptions } from './keepalive.js';
 import { FrameDecoder, MessageStatus, MessageType, type PacketHeader } from './packet.js';
 import type { Procedure } from './procedure.js';
-import { KEEPALIVE_PROGRAM, REMOTE_PROGRAM, decodeRemoteError } from './protocol.gen.js';
+import { KEEPALIVE_PROGRAM, REMOTE_PROGRAM } from './protocol.gen.js';
+import { remoteErrorOf } from './remote-error.js';
 import type { StreamSink } from './streams.js';
+import { MessageRoutes } from './message-routes.js';
 import { downloadStream, uploadStream, type StreamChannel } from './stream-transfer.js';
 import { XdrReader } from './xdr.js';
 
@@ -63,6 +64,7 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
   /** The link as the stream transfers see it. */
   private readonly channel: StreamChannel;
   private readonly streams = new Map<number, StreamSink>();
+  private readonly messages: MessageRoutes;
   private keepalive: Keepalive | undefined;
   private corked = false;
   private readPauses = 0;
@@ -76,6 +78,7 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
   ) {
     super();
     this.host = options.host;
+    this.messages = new MessageRoutes(options.logger);
     this.callTimeoutMs = options.callTimeoutMs ?? DEFAULTS.callTimeoutMs;
     this.calls = new CallTable(
       {
@@ -229,8 +232,21 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
     if (h.type === MessageType.REPLY) this.onReply(h, payload);
     else if (h.type === MessageType.STREAM || h.type === MessageType.STREAM_HOLE) {
       this.onStream(h, payload);
-    }
-    // type MESSAGE with serial 0 is an event; kvm2 registers for none.
+    } else if (h.type === MessageType.MESSAGE) this.onMessage(h, payload);
+  }
+
+  /**
+   * Hands each MESSAGE the daemon sends for `proc` (an event: type MESSAGE, serial 0) to
+   * `handler`, decoded. Returns the unsubscribe. Registering with the daemon is the caller's
+   * call (domain-events.ts); without it the daemon sends nothing.
+   */
+  subscribe<M>(proc: Procedure<void, M>, handler: (message: M) => void): () => void {
+    return this.messages.subscribe(proc, handler);
+  }
+
+  private onMessage(h: PacketHeader, payload: Buffer): void {
+    const broken = this.messages.deliver(h.proc, payload);
+    if (broken !== undefined) this.destroy(broken);
   }
 
   private onReply(h: PacketHeader, payload: Buffer): void {
@@ -258,7 +274,7 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
       }
       this.calls.settle(call, undefined, value);
     } else if (h.status === MessageStatus.ERROR) {
-      this.calls.settle(call, this.decodeError(call.proc.name, payload));
+      this.calls.settle(call, remoteErrorOf(call.proc.name, payload));
     } else {
       this.calls.settle(call, new ProtocolError(`reply with status ${h.status}`));
     }
@@ -273,33 +289,7 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
       );
     } else if (h.status === MessageStatus.CONTINUE) sink.data(payload);
     else if (h.status === MessageStatus.OK) sink.finish();
-    else sink.fail(this.decodeError(`stream of proc ${h.proc}`, payload));
-  }
-
-  private decodeError(procedure: string, payload: Buffer): Error {
-    try {
-      const e = decodeRemoteError(new XdrReader(payload));
-      // No stack: it would only show this read loop, and "no such domain" is an everyday
-      // answer whose stack capture cost showed in bench/queue's profile.
-      const limit = Error.stackTraceLimit;
-      Error.stackTraceLimit = 0;
-      try {
-        return new LibvirtError(
-          e.message ?? `libvirt error ${e.code}`,
-          e.code,
-          e.domain,
-          e.level,
-          procedure,
-          e.int1,
-        );
-      } finally {
-        Error.stackTraceLimit = limit;
-      }
-    } catch (err) {
-      return new ProtocolError(
-        `${procedure}: undecodable error payload: ${(err as Error).message}`,
-      );
-    }
+    else sink.fail(remoteErrorOf(`stream of proc ${h.proc}`, payload));
   }
 
   private async openStream<A>(

@@ -1,0 +1,143 @@
+// Domain events from the real libvirtd through the harness's sshd: a domain started, suspended,
+// resumed and destroyed with virsh from outside, each change heard as a lifecycle event within
+// 2 s; two subscriptions on one connection each hear them; a closed one hears nothing more.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LibvirtConnection } from '../../src/libvirt/connection.js';
+import {
+  LifecycleEvent,
+  subscribeAgentLifecycle,
+  subscribeLifecycle,
+  type DomainEventSubscription,
+} from '../../src/libvirt/domain-events.js';
+import type { DomainEventLifecycleMsg } from '../../src/libvirt/protocol.gen.js';
+import { parseLibvirtUri } from '../../src/libvirt/transport/uri.js';
+import { startSshd, type Sshd } from '../harness/sshd.js';
+import { uniqueName, virsh } from '../harness/virsh.js';
+
+/** virDomainEventStoppedDetailType DESTROYED, virDomainEventStartedDetailType BOOTED. */
+const STOPPED_DESTROYED = 1;
+const STARTED_BOOTED = 0;
+const WITHIN_MS = 2_000;
+
+let sshd: Sshd;
+let conn: LibvirtConnection;
+const name = uniqueName('kvm2-events');
+
+/** A domain with no disk: the firmware alone keeps it running (as libvirt-client's). */
+const DOMAIN_XML = `<domain type='qemu'>
+  <name>${name}</name>
+  <memory unit='MiB'>64</memory>
+  <vcpu>1</vcpu>
+  <os firmware='efi'>
+    <type arch='x86_64' machine='q35'>hvm</type>
+    <firmware><feature enabled='no' name='secure-boot'/><feature enabled='no' name='enrolled-keys'/></firmware>
+  </os>
+  <features><acpi/><apic/></features>
+</domain>`;
+
+/** Events of this test's domain as they arrive, and a way to wait for the next of a kind. */
+class Heard {
+  readonly events: DomainEventLifecycleMsg[] = [];
+  #waiters: (() => void)[] = [];
+
+  readonly handler = (e: DomainEventLifecycleMsg): void => {
+    if (e.dom.name !== name) return; // the machine's other domains
+    this.events.push(e);
+    for (const wake of this.#waiters.splice(0)) wake();
+  };
+
+  async next(event: number, after: number): Promise<DomainEventLifecycleMsg> {
+    const deadline = performance.now() + WITHIN_MS;
+    for (;;) {
+      const found = this.events.slice(after).find((e) => e.event === event);
+      if (found !== undefined) return found;
+      const left = deadline - performance.now();
+      if (left <= 0) {
+        throw new Error(
+          `no event ${event} within ${WITHIN_MS} ms; heard ${JSON.stringify(this.events.map((e) => e.event))}`,
+        );
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.#waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+}
+
+beforeAll(async () => {
+  sshd = await startSshd();
+  conn = await LibvirtConnection.connect(parseLibvirtUri(sshd.uri('/system')), { host: 'events' });
+  const file = `${sshd.dir}/${name}.xml`;
+  const { writeFile } = await import('node:fs/promises');
+  await writeFile(file, DOMAIN_XML);
+  await virsh(['define', file]);
+});
+
+afterAll(async () => {
+  await virsh(['destroy', name]).catch(() => undefined);
+  await virsh(['undefine', '--nvram', name]).catch(() => undefined);
+  await conn?.close();
+  await sshd?.stop();
+});
+
+describe('lifecycle events', () => {
+  it('hears virsh start, suspend, resume and destroy from outside, each within 2 s', async () => {
+    const first = new Heard();
+    const second = new Heard();
+    const subs: DomainEventSubscription[] = [
+      await subscribeLifecycle(conn, first.handler),
+      await subscribeLifecycle(conn, second.handler),
+    ];
+    // One registration with the daemon per connection and kind, shared.
+    expect(subs[0]?.callbackId).toBe(subs[1]?.callbackId);
+    try {
+      const steps: [string[], number][] = [
+        [['start', name], LifecycleEvent.STARTED],
+        [['suspend', name], LifecycleEvent.SUSPENDED],
+        [['resume', name], LifecycleEvent.RESUMED],
+        [['destroy', name], LifecycleEvent.STOPPED],
+      ];
+      for (const [command, event] of steps) {
+        const before = first.events.length;
+        const beforeSecond = second.events.length;
+        await virsh(command);
+        const heard = await first.next(event, before);
+        expect(heard.dom.name).toBe(name);
+        if (event === LifecycleEvent.STOPPED) expect(heard.detail).toBe(STOPPED_DESTROYED);
+        if (event === LifecycleEvent.STARTED) expect(heard.detail).toBe(STARTED_BOOTED);
+        await second.next(event, beforeSecond);
+      }
+    } finally {
+      for (const sub of subs) await sub.close();
+    }
+  }, 60_000);
+
+  it('hears nothing once closed, and the connection still answers calls', async () => {
+    const heard = new Heard();
+    const sub = await subscribeLifecycle(conn, heard.handler);
+    await sub.close();
+    await sub.close(); // idempotent
+    // A subscription still open on the same connection shows the events were sent.
+    const witness = new Heard();
+    const open = await subscribeLifecycle(conn, witness.handler);
+    try {
+      await virsh(['start', name]);
+      await witness.next(LifecycleEvent.STARTED, 0);
+      await virsh(['destroy', name]);
+      await witness.next(LifecycleEvent.STOPPED, 0);
+      expect(heard.events).toEqual([]);
+    } finally {
+      await open.close();
+    }
+  }, 60_000);
+
+  it('registers for the guest agent lifecycle too', async () => {
+    const sub = await subscribeAgentLifecycle(conn, () => undefined);
+    expect(sub.callbackId).toBeGreaterThan(0);
+    await sub.close();
+  });
+});
