@@ -9,85 +9,35 @@ import {
   subscribeLifecycle,
   type DomainEventSubscription,
 } from '../../src/libvirt/domain-events.js';
-import type { DomainEventLifecycleMsg } from '../../src/libvirt/protocol.gen.js';
 import { parseLibvirtUri } from '../../src/libvirt/transport/uri.js';
+import { defineEventDomain, Heard, removeEventDomain } from '../harness/domain-events.js';
 import { startSshd, type Sshd } from '../harness/sshd.js';
 import { uniqueName, virsh } from '../harness/virsh.js';
 
 /** virDomainEventStoppedDetailType DESTROYED, virDomainEventStartedDetailType BOOTED. */
 const STOPPED_DESTROYED = 1;
 const STARTED_BOOTED = 0;
-const WITHIN_MS = 2_000;
 
 let sshd: Sshd;
 let conn: LibvirtConnection;
 const name = uniqueName('kvm2-events');
 
-/** A domain with no disk: the firmware alone keeps it running (as libvirt-client's). */
-const DOMAIN_XML = `<domain type='qemu'>
-  <name>${name}</name>
-  <memory unit='MiB'>64</memory>
-  <vcpu>1</vcpu>
-  <os firmware='efi'>
-    <type arch='x86_64' machine='q35'>hvm</type>
-    <firmware><feature enabled='no' name='secure-boot'/><feature enabled='no' name='enrolled-keys'/></firmware>
-  </os>
-  <features><acpi/><apic/></features>
-</domain>`;
-
-/** Events of this test's domain as they arrive, and a way to wait for the next of a kind. */
-class Heard {
-  readonly events: DomainEventLifecycleMsg[] = [];
-  #waiters: (() => void)[] = [];
-
-  readonly handler = (e: DomainEventLifecycleMsg): void => {
-    if (e.dom.name !== name) return; // the machine's other domains
-    this.events.push(e);
-    for (const wake of this.#waiters.splice(0)) wake();
-  };
-
-  async next(event: number, after: number): Promise<DomainEventLifecycleMsg> {
-    const deadline = performance.now() + WITHIN_MS;
-    for (;;) {
-      const found = this.events.slice(after).find((e) => e.event === event);
-      if (found !== undefined) return found;
-      const left = deadline - performance.now();
-      if (left <= 0) {
-        throw new Error(
-          `no event ${event} within ${WITHIN_MS} ms; heard ${JSON.stringify(this.events.map((e) => e.event))}`,
-        );
-      }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left);
-        this.#waiters.push(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-    }
-  }
-}
-
 beforeAll(async () => {
   sshd = await startSshd();
   conn = await LibvirtConnection.connect(parseLibvirtUri(sshd.uri('/system')), { host: 'events' });
-  const file = `${sshd.dir}/${name}.xml`;
-  const { writeFile } = await import('node:fs/promises');
-  await writeFile(file, DOMAIN_XML);
-  await virsh(['define', file]);
+  await defineEventDomain(name, sshd.dir);
 });
 
 afterAll(async () => {
-  await virsh(['destroy', name]).catch(() => undefined);
-  await virsh(['undefine', '--nvram', name]).catch(() => undefined);
+  await removeEventDomain(name);
   await conn?.close();
   await sshd?.stop();
 });
 
 describe('lifecycle events', () => {
   it('hears virsh start, suspend, resume and destroy from outside, each within 2 s', async () => {
-    const first = new Heard();
-    const second = new Heard();
+    const first = new Heard(name);
+    const second = new Heard(name);
     const subs: DomainEventSubscription[] = [
       await subscribeLifecycle(conn, first.handler),
       await subscribeLifecycle(conn, second.handler),
@@ -117,12 +67,12 @@ describe('lifecycle events', () => {
   }, 60_000);
 
   it('hears nothing once closed, and the connection still answers calls', async () => {
-    const heard = new Heard();
+    const heard = new Heard(name);
     const sub = await subscribeLifecycle(conn, heard.handler);
     await sub.close();
     await sub.close(); // idempotent
     // A subscription still open on the same connection shows the events were sent.
-    const witness = new Heard();
+    const witness = new Heard(name);
     const open = await subscribeLifecycle(conn, witness.handler);
     try {
       await virsh(['start', name]);
