@@ -1,5 +1,5 @@
-// What the domain-event tests share: a small domain to start and stop with virsh, and a record
-// of one domain's lifecycle events with a wait for the next of a kind.
+// What the libvirt client's domain tests share: a small domain to start and stop with virsh,
+// and a record of one domain's lifecycle events with a wait for the next of a kind.
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { DomainEventLifecycleMsg } from '../../src/libvirt/protocol.gen.js';
@@ -8,12 +8,12 @@ import { virsh } from './virsh.js';
 /** How soon an event must be heard after the virsh command that caused it. */
 export const WITHIN_MS = 2_000;
 
-/** Defines `name`, a domain with no disk (the firmware alone keeps it running), in `dir`. */
-export async function defineEventDomain(name: string, dir: string): Promise<void> {
-  const file = path.join(dir, `${name}.xml`);
-  await writeFile(
-    file,
-    `<domain type='qemu'>
+/**
+ * A domain with no disk: the firmware alone keeps it running. Type qemu and no host CPU mode:
+ * KVM guests with UEFI pause on these nested machines (HOST-SETUP.md).
+ */
+export function uefiDomainXml(name: string, devices = ''): string {
+  return `<domain type='qemu'>
   <name>${name}</name>
   <memory unit='MiB'>64</memory>
   <vcpu>1</vcpu>
@@ -21,9 +21,14 @@ export async function defineEventDomain(name: string, dir: string): Promise<void
     <type arch='x86_64' machine='q35'>hvm</type>
     <firmware><feature enabled='no' name='secure-boot'/><feature enabled='no' name='enrolled-keys'/></firmware>
   </os>
-  <features><acpi/><apic/></features>
-</domain>`,
-  );
+  <features><acpi/><apic/></features>${devices === '' ? '' : `\n  <devices>${devices}</devices>`}
+</domain>`;
+}
+
+/** Defines `name` (uefiDomainXml) with virsh, its XML written in `dir`. */
+export async function defineEventDomain(name: string, dir: string): Promise<void> {
+  const file = path.join(dir, `${name}.xml`);
+  await writeFile(file, uefiDomainXml(name));
   await virsh(['define', file]);
 }
 

@@ -27,6 +27,7 @@ import {
   StorageVolUpload,
 } from '../../src/libvirt/protocol.gen.js';
 import { parseLibvirtUri } from '../../src/libvirt/transport/uri.js';
+import { uefiDomainXml } from '../harness/domain-events.js';
 import { startSshd, type Sshd } from '../harness/sshd.js';
 import { uniqueName, virsh, virshFails } from '../harness/virsh.js';
 
@@ -37,21 +38,8 @@ const AFFECT_CONFIG = 2;
 const UNDEFINE_NVRAM = 4;
 const KVM2_NS = 'https://kvm2.dev/xmlns/test/1';
 
-function uefiDomainXml(name: string): string {
-  // type qemu and no host CPU mode: KVM guests with UEFI pause on these nested machines
-  // (HOST-SETUP.md). No disk: the firmware alone keeps it running.
-  return `<domain type='qemu'>
-  <name>${name}</name>
-  <memory unit='MiB'>64</memory>
-  <vcpu>1</vcpu>
-  <os firmware='efi'>
-    <type arch='x86_64' machine='q35'>hvm</type>
-    <firmware><feature enabled='no' name='secure-boot'/><feature enabled='no' name='enrolled-keys'/></firmware>
-  </os>
-  <features><acpi/><apic/></features>
-  <devices><graphics type='vnc' autoport='yes' listen='127.0.0.1'/></devices>
-</domain>`;
-}
+/** VNC on loopback: the domain has a device libvirt must set up, as kvm2's do. */
+const VNC = "<graphics type='vnc' autoport='yes' listen='127.0.0.1'/>";
 
 let sshd: Sshd;
 beforeAll(async () => {
@@ -88,7 +76,10 @@ describe.each(transports)('libvirt client over $name', ({ uri }) => {
 
   it('lists the same domains as virsh list --all --name', async () => {
     const name = uniqueName('kvm2-list');
-    const { dom } = await conn.call(DomainDefineXMLFlags, { xml: uefiDomainXml(name), flags: 0 });
+    const { dom } = await conn.call(DomainDefineXMLFlags, {
+      xml: uefiDomainXml(name, VNC),
+      flags: 0,
+    });
     try {
       const { domains } = await conn.call(ConnectListAllDomains, { needResults: 1, flags: 0 });
       const ours = domains.map((d) => d.name).sort();
@@ -106,7 +97,10 @@ describe.each(transports)('libvirt client over $name', ({ uri }) => {
 
   it('defines, starts, reads, tags, destroys and undefines a UEFI domain, seen by virsh', async () => {
     const name = uniqueName('kvm2-life');
-    const { dom } = await conn.call(DomainDefineXMLFlags, { xml: uefiDomainXml(name), flags: 0 });
+    const { dom } = await conn.call(DomainDefineXMLFlags, {
+      xml: uefiDomainXml(name, VNC),
+      flags: 0,
+    });
     try {
       expect(dom.name).toBe(name);
       expect(dom.id).toBe(-1);
