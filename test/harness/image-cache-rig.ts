@@ -16,6 +16,7 @@ import { parseConfig } from '../../src/provider/config/load.js';
 import type { ImageConfig } from '../../src/provider/config/schema.js';
 import { createContext, type ProviderContext } from '../../src/provider/core/host-context.js';
 import { baseVolumeName, markerVolumeName } from '../../src/provider/image/base-image.js';
+import { ensureBaseImage } from '../../src/provider/image/cache.js';
 import { startImageServer, type ImageRoute, type ImageServer } from './image-server.js';
 import { startSshd, type Sshd } from './sshd.js';
 import { memoryTracing } from './telemetry.js';
@@ -75,6 +76,31 @@ export async function failure(promise: Promise<unknown>): Promise<Error & Record
     return err as Error & Record<string, unknown>;
   }
   throw new Error('expected a failure');
+}
+
+/**
+ * The size a fill's pool-space precheck is given for `image` (HEAD, else a GET's headers, 0
+ * when the server says neither), read through ensureBaseImage's own beforeFill and stopped
+ * there, before anything is written; undefined for a cached base, which has no precheck.
+ */
+export async function precheckBytes(
+  ctx: ProviderContext,
+  host: string,
+  image: string,
+): Promise<number | undefined> {
+  let seen: number | undefined;
+  const stop = new Error('stopped at the precheck');
+  try {
+    await ensureBaseImage(ctx, host, image, {
+      beforeFill: (bytes) => {
+        seen = bytes;
+        return Promise.reject(stop);
+      },
+    });
+  } catch (err) {
+    if (err !== stop) throw err;
+  }
+  return seen;
 }
 
 export async function removeVolume(name: string): Promise<void> {

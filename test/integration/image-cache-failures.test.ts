@@ -5,13 +5,14 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseVolumeName } from '../../src/provider/image/base-image.js';
-import { ensureBaseImage, imagePendingBytes } from '../../src/provider/image/cache.js';
+import { ensureBaseImage } from '../../src/provider/image/cache.js';
 import {
   allocated,
   failure,
   HOST,
   imageCacheRig,
   MiB,
+  precheckBytes,
   SECRET,
 } from '../harness/image-cache-rig.js';
 
@@ -60,7 +61,7 @@ describe('a failed fill leaves nothing in the pool', () => {
     const err = await failure(ensureBaseImage(provider(), HOST, 'imgtest-empty', {}));
     expect(err).toMatchObject({ code: 'ERR_IMAGE_EMPTY', kind: 'permanent' });
     await expectNothingLeft('imgtest-empty');
-    const probe = await failure(imagePendingBytes(provider(), HOST, 'imgtest-empty', {}));
+    const probe = await failure(precheckBytes(provider(), HOST, 'imgtest-empty'));
     expect(probe).toMatchObject({ code: 'ERR_IMAGE_EMPTY', kind: 'permanent' });
   });
 

@@ -1,19 +1,20 @@
 // What the image cache (SPEC §5) finds in the pool before a fill and still has to download,
 // against the real libvirtd through the harness's sshd, with images served by a real HTTP
 // server on port 0: debris (a junk marker, a base without one) removed and refilled, and
-// imagePendingBytes from HEAD or from a GET's headers.
+// the precheck's size from HEAD or from a GET's headers.
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseVolumeName, markerVolumeName } from '../../src/provider/image/base-image.js';
-import { ensureBaseImage, imagePendingBytes } from '../../src/provider/image/cache.js';
+import { ensureBaseImage } from '../../src/provider/image/cache.js';
 import {
   HOST,
   imageCacheRig,
   MiB,
   POOL,
   poolVolumes,
+  precheckBytes,
   sha256File,
 } from '../harness/image-cache-rig.js';
 import { virsh } from '../harness/virsh.js';
@@ -53,9 +54,7 @@ describe('debris', () => {
   it('a base without marker is removed and refilled', async () => {
     const image = configOf('imgtest-nomarker');
     await makeVolume(baseVolumeName(image), randomBytes(4096));
-    expect(await imagePendingBytes(provider(), HOST, 'imgtest-nomarker', {})).toBe(
-      served('nomarker').size,
-    );
+    expect(await precheckBytes(provider(), HOST, 'imgtest-nomarker')).toBe(served('nomarker').size);
     const base = await ensureBaseImage(provider(), HOST, 'imgtest-nomarker', {});
     expect(stats('nomarker').gets).toBe(1);
     expect(await sha256File(base.path)).toBe(served('nomarker').sha256);
@@ -63,11 +62,9 @@ describe('debris', () => {
   });
 });
 
-describe('imagePendingBytes', () => {
+describe("the size a fill's precheck is given", () => {
   it('takes the size from HEAD when the server answers it', async () => {
-    expect(await imagePendingBytes(provider(), HOST, 'imgtest-headok', {})).toBe(
-      served('headok').size,
-    );
+    expect(await precheckBytes(provider(), HOST, 'imgtest-headok')).toBe(served('headok').size);
     expect(stats('headok')).toMatchObject({ heads: 1, gets: 0 });
   });
 
@@ -77,7 +74,7 @@ describe('imagePendingBytes', () => {
       refuseHead: true,
       stall: { afterBytes: MiB, until: () => new Promise(() => undefined), timeoutMs: 10_000 },
     });
-    expect(await imagePendingBytes(provider(), HOST, 'imgtest-headless', {})).toBe(8 * MiB);
+    expect(await precheckBytes(provider(), HOST, 'imgtest-headless')).toBe(8 * MiB);
     expect(stats('headless')).toMatchObject({ heads: 1, gets: 1 });
     await expect.poll(() => stats('headless').closedEarly).toBe(1);
     expect(stats('headless').bytesSent).toBeLessThanOrEqual(MiB);

@@ -149,24 +149,3 @@ async function probeBytes(
   );
   return 0;
 }
-
-/**
- * Bytes the pool must still take for this image on this host: 0 when cached; else the size
- * from HEAD, falling back to GET headers when HEAD is refused. A server that tells neither
- * gets 0 and a warning: the precheck cannot count what it is not told, and the fill streams
- * the image anyway (a full pool then fails the upload as quota_exceeded).
- */
-export async function imagePendingBytes(
-  ctx: ProviderContext,
-  host: string,
-  imageName: string,
-  opts: { signal?: AbortSignal },
-): Promise<number> {
-  const signal = opts.signal ?? new AbortController().signal;
-  signal.throwIfAborted();
-  const entry = cacheEntry(ctx, host, imageName);
-  const conn = await ctx.hosts.shared(host, { signal });
-  const pool = await lookupPool(conn, entry.poolName, signal);
-  if ((await lookup(conn, pool, entry, signal)).cached) return 0;
-  return probeBytes(ctx, host, entry, signal);
-}
