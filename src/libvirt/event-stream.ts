@@ -18,9 +18,14 @@ import type {
 export interface DomainEventStreamOptions {
   /** Makes the stream's own connection (not a shared one: the stream closes it). */
   readonly dial: (signal: AbortSignal) => Promise<LibvirtConnection>;
-  readonly onLifecycle: (event: DomainEventLifecycleMsg) => void;
+  /** Each event with the connection it came on, to read the domain's state through. */
+  readonly onLifecycle: (event: DomainEventLifecycleMsg, conn: LibvirtConnection) => void;
   readonly onAgent?:
-    ((event: Omit<DomainEventCallbackAgentLifecycleMsg, 'callbackID'>) => void) | undefined;
+    | ((
+        event: Omit<DomainEventCallbackAgentLifecycleMsg, 'callbackID'>,
+        conn: LibvirtConnection,
+      ) => void)
+    | undefined;
   /** After each (re)connect, once subscribed: events from before it may have been missed. */
   readonly onConnected?:
     ((conn: LibvirtConnection, reconnects: number) => Promise<void> | void) | undefined;
@@ -79,10 +84,12 @@ export class DomainEventStream {
       : new Promise<void>((resolve) => conn.once('close', () => resolve()));
     const subscriptions: DomainEventSubscription[] = [];
     try {
-      subscriptions.push(await subscribeLifecycle(conn, this.#options.onLifecycle, { signal }));
-      const onAgent = this.#options.onAgent;
+      const { onLifecycle, onAgent } = this.#options;
+      subscriptions.push(await subscribeLifecycle(conn, (e) => onLifecycle(e, conn), { signal }));
       if (onAgent !== undefined) {
-        subscriptions.push(await subscribeAgentLifecycle(conn, onAgent, { signal }));
+        subscriptions.push(
+          await subscribeAgentLifecycle(conn, (e) => onAgent(e, conn), { signal }),
+        );
       }
       await this.#options.onConnected?.(conn, connects);
       await Promise.race([lost, aborted(signal)]);

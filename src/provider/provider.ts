@@ -10,6 +10,7 @@ import { deleteInstance } from './operations/delete.js';
 import { get } from './operations/get.js';
 import { listByTag } from './operations/list-by-tag.js';
 import { sweepOrphanVolumes, type SweepReport } from './operations/sweep.js';
+import { HostWatch, type HostWatchOptions } from './operations/watch-host.js';
 import type { CreateRequest } from './core/request.js';
 
 export interface OperationOptions {
@@ -65,6 +66,14 @@ export class Provider {
     options: { olderThanMs: number; now?: number; signal?: AbortSignal },
   ): Promise<SweepReport> {
     return sweepOrphanVolumes(this.ctx, host, options);
+  }
+
+  /**
+   * Watches one host's kvm2 instances (docs/events.md) on a connection of the watch's own:
+   * each change handed to `options.publish`, and a resync after every (re)connect. Not started.
+   */
+  watch(options: HostWatchOptions): HostWatch {
+    return new HostWatch(this.ctx, options);
   }
 
   /** Closes the shared connections. */

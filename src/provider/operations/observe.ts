@@ -1,0 +1,94 @@
+// What a host's watcher reads after an event or a reconnect: a kvm2 domain's identity (its
+// metadata, read every time), its state by the one table (docs/states.md) and, when it runs,
+// its address. Foreign domains are never observed: `'foreign'`, like a domain gone by the time
+// it is read (`'gone'`), tells the watcher only that there is nothing of kvm2's to report.
+import type { LibvirtConnection } from '../../libvirt/connection.js';
+import { LibvirtError } from '../../libvirt/errors.js';
+import {
+  ConnectListAllDomains,
+  DomainGetState,
+  type NonnullDomain,
+} from '../../libvirt/protocol.gen.js';
+import { formatInstanceId, macForUid } from '../core/ids.js';
+import { readAddress, readMetadata } from '../core/instance.js';
+import { isNoDomain } from '../core/not-found.js';
+import { DomainState, mapDomainState, type InstanceState } from '../core/state.js';
+
+export interface Observation {
+  readonly host: string;
+  readonly name: string;
+  readonly instanceId: string;
+  readonly uid: string;
+  readonly state: InstanceState;
+  readonly address?: string | undefined;
+  /**
+   * Defined and never started (SHUTOFF with reason UNKNOWN): a create between its define and
+   * its start, not an instance that stopped.
+   */
+  readonly fresh: boolean;
+}
+
+interface Io {
+  readonly signal?: AbortSignal | undefined;
+}
+
+const SHUTOFF_UNKNOWN = 0; // VIR_DOMAIN_SHUTOFF_UNKNOWN
+
+/** The domain as it is now: 'foreign' without kvm2 metadata, 'gone' when it no longer exists. */
+export async function observeDomain(
+  conn: LibvirtConnection,
+  host: string,
+  dom: NonnullDomain,
+  io: Io = {},
+): Promise<Observation | 'foreign' | 'gone'> {
+  try {
+    const meta = await readMetadata(conn, dom, io);
+    if (meta === null) return 'foreign';
+    const { state, reason } = await conn.call(DomainGetState, { dom, flags: 0 }, io);
+    const address =
+      state === DomainState.RUNNING
+        ? await readAddress(conn, dom, macForUid(meta.uid), io)
+        : undefined;
+    return {
+      host,
+      name: dom.name,
+      instanceId: formatInstanceId(host, dom.name),
+      uid: meta.uid,
+      state: mapDomainState(state, reason, address !== undefined),
+      ...(address === undefined ? {} : { address }),
+      fresh: state === DomainState.SHUTOFF && reason === SHUTOFF_UNKNOWN,
+    };
+  } catch (err) {
+    if (isNoDomain(err)) return 'gone';
+    throw err;
+  }
+}
+
+/**
+ * Every kvm2 domain on the host now. A domain that cannot be read for a reason of its own (a
+ * libvirt refusal, malformed metadata) is reported to `onSkipped` and left out; a failed link
+ * fails the whole listing, since a partial one would make instances look gone.
+ */
+export async function observeHost(
+  conn: LibvirtConnection,
+  host: string,
+  options: Io & { readonly onSkipped?: (name: string, err: unknown) => void } = {},
+): Promise<{ readonly observed: Observation[]; readonly skipped: ReadonlySet<string> }> {
+  const { domains } = await conn.call(ConnectListAllDomains, { needResults: 1, flags: 0 }, options);
+  const skipped = new Set<string>();
+  const all = await Promise.all(
+    domains.map(async (dom) => {
+      try {
+        const seen = await observeDomain(conn, host, dom, options);
+        return typeof seen === 'string' ? null : seen;
+      } catch (err) {
+        const malformed = (err as { code?: string }).code === 'ERR_XML_METADATA_MALFORMED';
+        if (!(err instanceof LibvirtError) && !malformed) throw err;
+        skipped.add(dom.name);
+        options.onSkipped?.(dom.name, err);
+        return null;
+      }
+    }),
+  );
+  return { observed: all.filter((o): o is Observation => o !== null), skipped };
+}
