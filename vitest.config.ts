@@ -12,6 +12,7 @@ const REDIS_ONLY = [
   'test/integration/seed-readers.test.ts',
   'test/integration/seed-file-names.test.ts',
   'test/integration/seed-build.test.ts',
+  'test/integration/instance-event-publish.test.ts',
 ];
 
 const shared = {

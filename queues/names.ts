@@ -71,3 +71,13 @@ export function resultsKey(prefix: string): string {
 export function healthKey(prefix: string): string {
   return `${prefix}:health`;
 }
+
+/** Per host (a hash): each kvm2 instance's last published state, what events are diffed from. */
+export function instanceStateKey(prefix: string, host: string): string {
+  return `${prefix}:instance-state:${host}`;
+}
+
+/** A create waiting for its instance's address: the job id, for the watcher to wake it. */
+export function addressWaitKey(prefix: string, instanceId: string): string {
+  return `${prefix}:address-wait:${instanceId}`;
+}

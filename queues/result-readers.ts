@@ -3,13 +3,23 @@
 // group (docs/results.md).
 import type { Redis } from 'ioredis';
 import { Kvm2Error } from '../src/errors/error.js';
+import { parseInstanceEvent, type InstanceEventEntry } from './events.js';
 import { resultsKey } from './names.js';
 import { FINAL_OUTCOMES, RESULTS_MAX_LEN, parseResult, type ResultEntry } from './results.js';
 
 type StreamEntries = [id: string, fields: string[]][];
 
-function parseEntries(entries: StreamEntries): ResultEntry[] {
-  return entries.flatMap(([id, fields]) => parseResult(id, fields) ?? []);
+/** An entry of the results stream: a job's result or an instance event (docs/events.md). */
+export type StreamEntry = (ResultEntry & { readonly type: 'result' }) | InstanceEventEntry;
+
+/** A stream entry's fields as a result or an event; undefined for neither. */
+export function parseStreamEntry(
+  streamId: string,
+  flat: readonly string[],
+): StreamEntry | undefined {
+  const result = parseResult(streamId, flat);
+  if (result !== undefined) return { ...result, type: 'result' };
+  return parseInstanceEvent(streamId, flat);
 }
 
 /**
@@ -53,6 +63,47 @@ export async function readResults(
   prefix: string,
   options: ReadResultsOptions,
 ): Promise<ResultEntry[]> {
+  const entries = await readGroup(redis, prefix, options);
+  const results: ResultEntry[] = [];
+  const others: string[] = [];
+  for (const [id, fields] of entries) {
+    const result = parseResult(id, fields);
+    if (result === undefined) others.push(id);
+    else results.push(result);
+  }
+  // Events (and anything else) are not for a reader of results: acknowledged here, so they do
+  // not stay pending in the group forever. A group that wants them reads with readStream.
+  await ackResults(redis, prefix, options.group, others);
+  return results;
+}
+
+/**
+ * Like readResults, but every entry: results and instance events (docs/events.md), told apart
+ * by `type`. Acknowledge each with ackResults once handled. Entries that are neither are
+ * acknowledged here.
+ */
+export async function readStream(
+  redis: Redis,
+  prefix: string,
+  options: ReadResultsOptions,
+): Promise<StreamEntry[]> {
+  const entries = await readGroup(redis, prefix, options);
+  const read: StreamEntry[] = [];
+  const others: string[] = [];
+  for (const [id, fields] of entries) {
+    const entry = parseStreamEntry(id, fields);
+    if (entry === undefined) others.push(id);
+    else read.push(entry);
+  }
+  await ackResults(redis, prefix, options.group, others);
+  return read;
+}
+
+async function readGroup(
+  redis: Redis,
+  prefix: string,
+  options: ReadResultsOptions,
+): Promise<StreamEntries> {
   const count = options.count ?? 100;
   const id = options.pending === true ? '0' : '>';
   const reply =
@@ -80,7 +131,7 @@ export async function readResults(
           id,
         );
   const streams = reply as [string, StreamEntries][] | null;
-  return streams === null ? [] : parseEntries(streams[0]?.[1] ?? []);
+  return streams === null ? [] : (streams[0]?.[1] ?? []);
 }
 
 /** XACK: these results are handled and will not be delivered to this group again. */
