@@ -15,6 +15,7 @@ import { appendResult } from '../queues/results.js';
 import type { Kvm2Config } from '../src/provider/config/schema.js';
 import { Provider } from '../src/provider/provider.js';
 import type { WorkerServices } from './run/services.js';
+import { startEventWatchers, type EventWatchers } from './events/watchers.js';
 import { RedisLocks } from './locks/redis-locks.js';
 import { JobRuns } from './run/cancellation.js';
 import { WorkerMetrics } from './run/metrics.js';
@@ -45,6 +46,8 @@ export interface WorkerRuntime {
   readonly metrics: WorkerMetrics;
   /** Queues served, in order. */
   readonly queues: readonly string[];
+  /** The hosts whose events this process publishes now (holds the watch lease of). */
+  watching(): string[];
   /** Redis reachable, every worker running, not shutting down. */
   ready(): boolean;
   /**
@@ -144,6 +147,9 @@ export async function startWorker(
     return worker;
   });
   await Promise.all(workers.map((w) => w.waitUntilReady()));
+  const watchers: EventWatchers | undefined = config.events.watch
+    ? startEventWatchers(env, hosts)
+    : undefined;
   logger.info({ queues: served.map((s) => s.name), hosts }, 'worker started');
 
   let closing: Promise<void> | undefined;
@@ -155,6 +161,8 @@ export async function startWorker(
   });
   const close = async (force: boolean): Promise<void> => {
     shuttingDown = true;
+    // First, so another process takes the hosts' events over while this one drains its jobs.
+    const watchersClosed = watchers?.close();
     const graceful = Promise.all(workers.map((w) => w.close()));
     const inTime = force
       ? false
@@ -170,6 +178,7 @@ export async function startWorker(
         await within(Promise.allSettled(workers.map((w) => w.close(true))), left());
       }
     }
+    await within(Promise.resolve(watchersClosed), left());
     const queuesClosed = Promise.allSettled([...producerQueues.values()].map((q) => q.close()));
     await within(queuesClosed, left());
     await provider.close();
@@ -189,6 +198,7 @@ export async function startWorker(
   return {
     metrics,
     queues: served.map((s) => s.name),
+    watching: () => watchers?.watching() ?? [],
     ready: () => !shuttingDown && redis.status === 'ready' && workers.every((w) => w.isRunning()),
     close: (opts) => {
       if (opts?.force === true) forceNow();

@@ -21,6 +21,11 @@ export interface Lease {
    */
   detach(): { readonly redisKey: string; readonly token: string };
   /**
+   * The key and token, for a script that must act only while this lease holds (it compares
+   * the token first), while the lease goes on renewing itself.
+   */
+  fence(): { readonly redisKey: string; readonly token: string };
+  /**
    * Stops renewal and deletes the lock if it still holds this lease's token. Idempotent (later
    * calls return the first call's promise) and never rejects: true when the key was ours and is
    * now deleted, false when it was not ours any more or Redis failed (the key then lapses by
@@ -72,6 +77,10 @@ export class RedisLease implements Lease {
     if (this.state === 'held') this.state = 'released';
     this.clearTimers();
     this.releasing ??= Promise.resolve(false);
+    return { redisKey: this.redisKey, token: this.token };
+  }
+
+  fence(): { readonly redisKey: string; readonly token: string } {
     return { redisKey: this.redisKey, token: this.token };
   }
 

@@ -3,6 +3,7 @@
 // `superseded` without touching the host when a newer request exists, else take the instance
 // lock without waiting (busy → delayed). Then the provider runs with the job's lease.
 import { createGeneration } from '../../queues/generations.js';
+import { addressWaitKey } from '../../queues/names.js';
 import { Kvm2Error } from '../../src/errors/error.js';
 import { createRequestOf, type CreateProgress, type JobData } from '../../queues/registry.js';
 import { formatInstanceId, parseInstanceId } from '../../src/provider/core/ids.js';
@@ -105,7 +106,15 @@ export async function processCreate(run: JobRun<'create'>, queueHost: string): P
       return reportInstance(base, instance);
     }
     // The domain runs: wait for its address by delayed re-queues, holding no slot meanwhile.
-    const until = Date.now() + env.config.defaults.addressTimeout;
+    // The host's watcher wakes the job when it sees the address (docs/events.md).
+    const timeout = env.config.defaults.addressTimeout;
+    const until = Date.now() + timeout;
+    await env.redis.set(
+      addressWaitKey(env.prefix, id),
+      job.id ?? '',
+      'PX',
+      timeout + 2 * env.config.worker.addressPoll,
+    );
     await job.updateProgress({ phase: 'address', deadline: until } satisfies CreateProgress);
     return delay(env.config.worker.addressPoll, 'address');
   });

@@ -216,6 +216,19 @@ const worker = z
     }
   });
 
+const events = z
+  .strictObject({
+    /** Watch each served host's domains and publish instance events (docs/events.md). */
+    watch: z.boolean().default(true),
+    /** One watcher per host across all workers: how soon another takes over from a dead one. */
+    leaseTtl: duration.prefault('15s'),
+  })
+  .superRefine((e, ctx) => {
+    if (e.leaseTtl < 300) {
+      ctx.addIssue({ code: 'custom', path: ['leaseTtl'], message: 'must be at least 300ms' });
+    }
+  });
+
 const redis = z.strictObject({
   // The URL may hold a password: messages never echo it.
   url: z
@@ -236,6 +249,7 @@ export const configSchema = z.strictObject({
   health: health.prefault({}),
   board: board.prefault({}),
   worker: worker.prefault({}),
+  events: events.prefault({}),
 });
 
 type DeepReadonly<T> = T extends (infer U)[]
@@ -253,6 +267,7 @@ export type HealthConfig = Kvm2Config['health'];
 export type BoardConfig = Kvm2Config['board'];
 export type WorkerConfig = Kvm2Config['worker'];
 export type RedisConfig = Kvm2Config['redis'];
+export type EventsConfig = Kvm2Config['events'];
 
 /** With no file (SPEC §2): the local daemon, pool and network `default`, a local Redis. */
 export const EMBEDDED_DEFAULT: unknown = Object.freeze({
