@@ -5,6 +5,7 @@ import { checkCommand } from './check.js';
 import { configCheckCommand } from './config-check.js';
 import { createCommand } from './create.js';
 import { deleteCommand } from './delete.js';
+import { eventsCommand } from './events.js';
 import { gcCommand } from './gc.js';
 import { getCommand } from './get.js';
 import { listCommand } from './list.js';
@@ -21,5 +22,6 @@ export const COMMANDS: readonly Command[] = Object.freeze([
   listCommand,
   checkCommand,
   resultsCommand,
+  eventsCommand,
   configCheckCommand,
 ]);

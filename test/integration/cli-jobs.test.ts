@@ -1,10 +1,14 @@
-// The kvm2 CLI's create, delete, gc and results against the real Redis (a fresh key prefix):
+// The kvm2 CLI's create, delete, gc, results and events against the real Redis (a fresh key prefix):
 // what a person or a script sees (exit status, standard output, standard error) and what landed
 // in Redis. Children from the test build, independent ones at once; variants in-process.
+import { spawn } from 'node:child_process';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { publishInstanceChange } from '../../queues/events.js';
 import { appendResult } from '../../queues/results.js';
+import { built, ROOT } from '../harness/build.js';
 import { cliRig, inProcess, kvm2, result, SENTINEL } from '../harness/cli-rig.js';
+import { waitUntil } from '../harness/fault-kit.js';
 import type { RedisScope } from '../harness/redis.js';
 
 const rig = cliRig();
@@ -173,5 +177,91 @@ describe('results', () => {
       ),
     );
     expect(extra).toBeUndefined();
+  }, 60_000);
+});
+
+describe('events', () => {
+  const lease = { redisKey: '', token: 'cli-events-lease' };
+  const publish = (name: string, state: 'running' | 'stopped', event: string) =>
+    publishInstanceChange(scope.redis, scope.prefix, lease, {
+      host: 'h1',
+      name,
+      cause: { event, detail: event === 'stopped' ? 'destroyed' : 'booted' },
+      observation: {
+        host: 'h1',
+        name,
+        instanceId: `h1/${name}`,
+        uid: `uid-${name}`,
+        state,
+        ...(state === 'running' ? { address: '192.0.2.40' } : {}),
+        fresh: false,
+      },
+    });
+
+  beforeAll(async () => {
+    lease.redisKey = `${scope.prefix}:lock:watch:h1`;
+    await scope.redis.set(lease.redisKey, lease.token, 'PX', 300_000);
+  });
+
+  it('prints the newest events only (results between them skipped), one instance with --instance', async () => {
+    await publish('cli-ev-a', 'running', 'started');
+    await appendResult(scope.redis, scope.prefix, result('cli-events-job', { op: 'create' }));
+    await publish('cli-ev-b', 'running', 'started');
+    await publish('cli-ev-a', 'stopped', 'stopped');
+    const [text, json, one, bad] = await Promise.all([
+      inProcess(['events', '--config', goodConfig, '--count', '2']),
+      kvm2(['events', '--config', goodConfig, '--json', '--count', '3']),
+      inProcess(['events', '--config', goodConfig, '--instance', 'h1/cli-ev-a']),
+      inProcess(['events', '--config', goodConfig, '--instance', 'no-slash']),
+    ]);
+    expect(text.code).toBe(0);
+    const [header, ...lines] = text.stdout.trim().split('\n');
+    expect(header).toMatch(/^TIME\s+INSTANCE\s+STATE\s+PREVIOUS\s+EVENT\s+ADDRESS\s+UID$/);
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(
+      /^\S+Z\s+h1\/cli-ev-b\s+running\s+-\s+started\/booted\s+192\.0\.2\.40\s+uid-cli-ev-b$/,
+    );
+    expect(lines[1]).toMatch(
+      /^\S+Z\s+h1\/cli-ev-a\s+stopped\s+running\s+stopped\/destroyed\s+-\s+uid-cli-ev-a$/,
+    );
+
+    expect(json.code).toBe(0);
+    const entries = json.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(entries.map((e) => [e['instanceId'], e['state']])).toEqual([
+      ['h1/cli-ev-a', 'running'],
+      ['h1/cli-ev-b', 'running'],
+      ['h1/cli-ev-a', 'stopped'],
+    ]);
+    expect(entries.every((e) => e['type'] === 'event')).toBe(true);
+
+    expect(one.code).toBe(0);
+    expect(one.stdout.trim().split('\n').slice(1)).toHaveLength(2);
+    expect(one.stdout).not.toContain('cli-ev-b');
+
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^kvm2: option --instance: /);
+  }, 60_000);
+
+  it('--follow prints events as they are published, and Ctrl-C ends it with status 0', async () => {
+    const child = spawn(
+      process.execPath,
+      [built('cli/main.ts'), 'events', '--config', goodConfig, '--follow', '--count', '1'],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      await waitUntil(() => out.includes('TIME'), 20_000, 'the header');
+      await publish('cli-ev-follow', 'running', 'started');
+      await waitUntil(() => out.includes('h1/cli-ev-follow'), 20_000, 'the followed event');
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
   }, 60_000);
 });
