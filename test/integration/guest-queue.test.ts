@@ -7,7 +7,8 @@
 // waiting create as soon as the address is there (docs/events.md); with events off, only the
 // poll does. Printed for each: enqueue → result, and the agent's connect (heard by the test on a
 // connection of its own) → result, the part the event removes; the boot itself varies by
-// seconds from one run to the next.
+// seconds from one run to the next. Watched, the guest's events are checked too: running with
+// its address, a `virsh destroy` from outside, the delete's `gone`.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -16,7 +17,7 @@ import { AgentLifecycleState, subscribeAgentLifecycle } from '../../src/libvirt/
 import { parseLibvirtUri } from '../../src/libvirt/transport/uri.js';
 import { ensureGuestImage, type GuestImage } from '../harness/guest-image.js';
 import { startQueueFleet, type QueueFleet } from '../harness/queue-fleet.js';
-import { resultsOfJob } from '../harness/results.js';
+import { eventsOf, nextEvent, resultsOfJob } from '../harness/results.js';
 import { virsh } from '../harness/virsh.js';
 import { startWorkerProcess, type WorkerProcess } from '../harness/worker-process.js';
 import { DEFAULT_SERIAL_LOG_DIR } from '../../src/provider/config/schema.js';
@@ -69,6 +70,28 @@ afterAll(async () => {
   await virsh(['vol-delete', '--pool', 'default', `${baseVolume}.sha256`]).catch(() => undefined);
 }, 120_000);
 
+const redis = () => fleet.scope.redis;
+const prefix = () => fleet.scope.prefix;
+
+/**
+ * The agent guest's events as upstream sees them: running with the agent's address, then a
+ * `virsh destroy` from outside published within 2 s as stopped/destroyed, then started again
+ * for the delete that follows.
+ */
+async function agentGuestEvents(instanceId: string, name: string, address: string): Promise<void> {
+  const up = await nextEvent(redis(), prefix(), instanceId, 0, (e) => e.state === 'running', 2_000);
+  expect(up).toMatchObject({ address, previous: 'provisioning' });
+  const before = (await eventsOf(redis(), prefix(), instanceId)).length;
+  await virsh(['destroy', name]);
+  const stopped = await nextEvent(redis(), prefix(), instanceId, before, () => true, 2_000);
+  expect(stopped).toMatchObject({
+    state: 'stopped',
+    previous: 'running',
+    event: 'stopped',
+    detail: 'destroyed',
+  });
+}
+
 const MODES = [
   { mode: 'watched', watch: true },
   { mode: 'polled', watch: false },
@@ -118,11 +141,23 @@ it.each(MODES)(
       // Watched, the agent's connect woke the waiting job; polled, nothing did.
       const woken = worker.logs.some((l) => l.msg === 'events: address wait woken');
       expect(woken).toBe(watch);
+      if (watch) await agentGuestEvents(`h1/${name}`, name, address);
 
       const deleted = await client.delete(queued.id);
       expect((await client.waitFor(deleted.jobId, { timeoutMs: 60_000 })).outcome).toBe(
         'succeeded',
       );
+      if (watch) {
+        const gone = await nextEvent(
+          redis(),
+          prefix(),
+          `h1/${name}`,
+          0,
+          (e) => e.state === 'gone',
+          2_000,
+        );
+        expect(gone).toMatchObject({ event: 'undefined', detail: 'removed', uid: queued.uid });
+      }
       expect(await fleet.domains()).toEqual([]);
       expect(await fleet.volumes()).toEqual([]);
     } finally {

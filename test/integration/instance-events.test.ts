@@ -77,6 +77,13 @@ async function afterVirsh(
 describe('instance events', () => {
   it("one of two workers watches the host; a create's instance is published once, booting", async () => {
     expect(workers.filter(watching)).toHaveLength(1);
+    const watchGauges = await Promise.all(
+      workers.map(async (w) => {
+        const text = await (await fetch(`${w.endpoints}/metrics`)).text();
+        return /^kvm2_event_watch\{host="h1"\} 1$/m.test(text);
+      }),
+    );
+    expect(watchGauges).toEqual(workers.map(watching));
     const created = await client.create(
       { host: 'h1', name, image: fleet.image, tag: 'ev', userData: '#cloud-config\n' },
       { wait: false },
@@ -191,8 +198,9 @@ describe('instance events', () => {
     );
     const takeover = Math.round(performance.now() - killedAt);
     show(`SIGKILL → takeover (lease ${LEASE_TTL_MS} ms)`, takeover);
-    // The lease lapses at most its TTL after the last renewal; standbys try every tenth of it.
-    expect(takeover).toBeLessThan(LEASE_TTL_MS * 1.1 + 1_000);
+    // The lease lapses at most its TTL after the holder's death, and a standby tries just then
+    // (the rest: its resync's first log line, and a shared machine's noise).
+    expect(takeover).toBeLessThan(LEASE_TTL_MS + 1_000);
 
     const caught = await nextEvent(
       fleet.scope.redis,

@@ -24,6 +24,23 @@ describe('WorkerMetrics', () => {
     expect(m.activeTotal()).toBe(1);
   });
 
+  it('renders the instance events published and the hosts watched', () => {
+    const m = new WorkerMetrics();
+    m.eventPublished('h1', 'stopped');
+    m.eventPublished('h1', 'stopped');
+    m.eventPublished('h2', 'gone');
+    m.watching('h1', true);
+    m.watching('h2', true);
+    m.watching('h2', false);
+    const text = m.render();
+    expect(text).toContain('# TYPE kvm2_events_published_total counter');
+    expect(text).toContain('kvm2_events_published_total{host="h1",state="stopped"} 2');
+    expect(text).toContain('kvm2_events_published_total{host="h2",state="gone"} 1');
+    expect(text).toContain('# TYPE kvm2_event_watch gauge');
+    expect(text).toContain('kvm2_event_watch{host="h1"} 1');
+    expect(text).toContain('kvm2_event_watch{host="h2"} 0');
+  });
+
   it('escapes label values', () => {
     const m = new WorkerMetrics();
     m.delayed('q"\\\n', 'busy');

@@ -3,8 +3,9 @@
 // that holds it watches the host's domains (Provider.watch) and publishes each change of a
 // kvm2 instance on the results stream, through a script that publishes only while the lease
 // holds and only what differs from the last published state. The others try again every tenth
-// of the lease's TTL, so when the holder dies another takes over soon after its lease lapses,
-// and its first resync publishes what changed meanwhile.
+// of the TTL, or just as the lease would lapse when that is sooner, so when the holder dies
+// another takes over as its lease lapses (within the TTL of the death), and its first resync
+// publishes what changed meanwhile.
 //
 // A published address also wakes the create waiting for it (its job, delayed until the next
 // address poll, is promoted now): the agent's connect is when asking for the address is worth it.
@@ -17,8 +18,8 @@ import type { WorkerServices } from '../run/services.js';
 import { sleep } from '../locks/abort.js';
 import type { Lease } from '../locks/redis-locks.js';
 
-/** Standby processes try for a host's lease this often, as a fraction of its TTL. */
-const TRY_FRACTION = 10;
+/** A standby tries again this long after the lease would lapse (spread among standbys). */
+const AFTER_LAPSE_MS = { min: 5, spread: 20 } as const;
 
 export interface EventWatchers {
   /** The hosts this process watches now (holds the lease of). */
@@ -66,12 +67,11 @@ async function watchWhileLeased(
       lease = null;
     }
     if (lease === null) {
-      await sleep((ttlMs / TRY_FRACTION) * (0.75 + Math.random() * 0.5), stop).catch(
-        () => undefined,
-      );
+      await sleep(await untilLapse(env, host, ttlMs), stop).catch(() => undefined);
       continue;
     }
     watching.add(host);
+    env.metrics.watching(host, true);
     logger.info({ leaseTtl: ttlMs }, 'events: watching host');
     const watch = env.provider.watch({
       host,
@@ -91,9 +91,25 @@ async function watchWhileLeased(
     await watch.close();
     await lease.release();
     watching.delete(host);
+    env.metrics.watching(host, false);
     const why = stop.aborted ? 'shutting down' : (lease.signal.reason as Error).message;
     logger.info({ why }, 'events: stopped watching host');
   }
+}
+
+/** When to try again: a tenth of the TTL, or just after the lease would lapse if sooner. */
+async function untilLapse(env: WorkerServices, host: string, ttlMs: number): Promise<number> {
+  const after = AFTER_LAPSE_MS.min + Math.random() * AFTER_LAPSE_MS.spread;
+  let pttl: number;
+  try {
+    pttl = await env.redis.pttl(env.locks.lockKey(`watch:${host}`));
+  } catch {
+    pttl = -1; // Redis unreachable: try again a tenth of the TTL later
+  }
+  // -2: gone already (try again at once); -1: no TTL, or unknown. At most a tenth of the TTL
+  // either way, so a lease given back (a holder shutting down) is taken soon too.
+  if (pttl === -2) return after;
+  return (pttl >= 0 ? Math.min(pttl, ttlMs / 10) : ttlMs / 10) + after;
 }
 
 async function publish(
@@ -111,6 +127,7 @@ async function publish(
   }
   const seen = change.observation;
   const instance = formatInstanceId(change.host, change.name);
+  env.metrics.eventPublished(change.host, seen?.state ?? 'gone');
   logger.debug(
     { instance, state: seen?.state ?? 'gone', event: change.cause.event, id: outcome.streamId },
     'events: published',

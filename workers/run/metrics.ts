@@ -1,6 +1,6 @@
 // What /metrics serves, in Prometheus's text format (version 0.0.4): a handful of counters,
 // gauges and one histogram kept in memory by the worker process. Small enough to write by hand;
-// a metrics SDK would add a dependency for four series.
+// a metrics SDK would add a dependency for six series.
 
 type Labels = Readonly<Record<string, string>>;
 
@@ -55,6 +55,8 @@ export class WorkerMetrics {
     count: 0,
   }));
   readonly #delayed = new Series<number>(() => 0);
+  readonly #events = new Series<number>(() => 0);
+  readonly #watching = new Series<number>(() => 0);
 
   /** One attempt's outcome (succeeded, failed, retrying, superseded). */
   outcome(queue: string, op: string, outcome: string, seconds: number): void {
@@ -74,6 +76,16 @@ export class WorkerMetrics {
 
   active(queue: string, delta: number): void {
     this.#active.at({ queue }).value += delta;
+  }
+
+  /** An instance event published (docs/events.md), by host and the state published. */
+  eventPublished(host: string, state: string): void {
+    this.#events.at({ host, state }).value += 1;
+  }
+
+  /** Whether this process holds the host's watch lease (publishes its events) now. */
+  watching(host: string, on: boolean): void {
+    this.#watching.at({ host }).value = on ? 1 : 0;
   }
 
   activeTotal(): number {
@@ -96,6 +108,18 @@ export class WorkerMetrics {
     family('kvm2_jobs_active', 'gauge', 'Jobs running in this process, by queue.');
     for (const e of this.#active.entries()) {
       lines.push(`kvm2_jobs_active${labelText(e.labels)} ${e.value}`);
+    }
+    family(
+      'kvm2_events_published_total',
+      'counter',
+      'Instance events published, by host and state.',
+    );
+    for (const e of this.#events.entries()) {
+      lines.push(`kvm2_events_published_total${labelText(e.labels)} ${e.value}`);
+    }
+    family('kvm2_event_watch', 'gauge', '1 for each host whose events this process publishes now.');
+    for (const e of this.#watching.entries()) {
+      lines.push(`kvm2_event_watch${labelText(e.labels)} ${e.value}`);
     }
     family('kvm2_job_duration_seconds', 'histogram', 'Time of one job attempt, by op.');
     for (const { labels, value } of this.#durations.entries()) {
