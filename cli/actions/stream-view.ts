@@ -55,10 +55,13 @@ async function backlog<T>(
       if (page.length < PAGE) return { entries, cursor };
     }
   }
+  // Followed from the newest entry now; the backlog pages back from that same entry, so one
+  // appended in between is printed once, by the follow.
   const newest = (await redis.xrevrange(key, '+', '-', 'COUNT', 1)) as Entries;
-  const cursor = newest[0]?.[0] ?? '0-0';
+  const cursor = newest[0]?.[0];
+  if (cursor === undefined) return { entries: [], cursor: '0-0' };
   const entries: T[] = [];
-  let end = '+';
+  let end = cursor;
   while (entries.length < count) {
     const page = (await redis.xrevrange(key, end, '-', 'COUNT', PAGE)) as Entries;
     const older = parseAll(view, page).reverse();

@@ -163,6 +163,33 @@ describe('instance events', () => {
     expect(all.length).toBeGreaterThan(0); // the instance's events are there: the reader works
   }, 30_000);
 
+  it('a kvm2 domain renamed with virsh: its old name is gone, its new one appears', async () => {
+    const old = fleet.name('ev-old');
+    const renamed = fleet.name('ev-new');
+    const created = await client.create(
+      { host: 'h1', name: old, image: fleet.image, tag: 'ev', userData: '#cloud-config\n' },
+      { wait: false },
+    );
+    expect((await client.waitFor(created.jobId, { timeoutMs: 60_000 })).outcome).toBe('succeeded');
+    const { redis, prefix } = fleet.scope;
+    await nextEvent(redis, prefix, `h1/${old}`, 0, (e) => e.state === 'provisioning', WITHIN_MS);
+    await virsh(['destroy', old]);
+    await nextEvent(redis, prefix, `h1/${old}`, 0, (e) => e.state === 'stopped', WITHIN_MS);
+    await virsh(['domrename', old, renamed]);
+    const gone = await nextEvent(
+      redis,
+      prefix,
+      `h1/${old}`,
+      0,
+      (e) => e.state === 'gone',
+      WITHIN_MS,
+    );
+    expect(gone).toMatchObject({ event: 'undefined', detail: 'renamed', uid: created.uid });
+    const appeared = await nextEvent(redis, prefix, `h1/${renamed}`, 0, () => true, WITHIN_MS);
+    expect(appeared).toMatchObject({ state: 'stopped', uid: created.uid, event: 'defined' });
+    expect(appeared.previous).toBeUndefined();
+  }, 60_000);
+
   it('libvirtd restarted: the watcher reconnects and resyncs; no event for the unchanged instance', async () => {
     const holder = workers.find(watching);
     expect(holder).toBeDefined();

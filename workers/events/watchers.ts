@@ -87,7 +87,7 @@ async function watchWhileLeased(
       recheckForMs: env.config.defaults.addressTimeout,
     });
     watch.start();
-    await Promise.race([aborted(lease.signal), aborted(stop)]);
+    await abortOfEither(lease.signal, stop);
     await watch.close();
     await lease.release();
     watching.delete(host);
@@ -156,9 +156,16 @@ async function wakeAddressWait(
   }
 }
 
-function aborted(signal: AbortSignal): Promise<void> {
+/** Resolves when either signal fires, and leaves no listener on the other behind. */
+function abortOfEither(a: AbortSignal, b: AbortSignal): Promise<void> {
+  if (a.aborted || b.aborted) return Promise.resolve();
   return new Promise((resolve) => {
-    if (signal.aborted) resolve();
-    else signal.addEventListener('abort', () => resolve(), { once: true });
+    const done = (): void => {
+      a.removeEventListener('abort', done);
+      b.removeEventListener('abort', done);
+      resolve();
+    };
+    a.addEventListener('abort', done, { once: true });
+    b.addEventListener('abort', done, { once: true });
   });
 }

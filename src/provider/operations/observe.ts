@@ -3,12 +3,7 @@
 // its address. Foreign domains are never observed: `'foreign'`, like a domain gone by the time
 // it is read (`'gone'`), tells the watcher only that there is nothing of kvm2's to report.
 import type { LibvirtConnection } from '../../libvirt/connection.js';
-import { LibvirtError } from '../../libvirt/errors.js';
-import {
-  ConnectListAllDomains,
-  DomainGetState,
-  type NonnullDomain,
-} from '../../libvirt/protocol.gen.js';
+import { DomainGetState, type NonnullDomain } from '../../libvirt/protocol.gen.js';
 import { formatInstanceId, macForUid } from '../core/ids.js';
 import { readAddress, readMetadata } from '../core/instance.js';
 import { isNoDomain } from '../core/not-found.js';
@@ -62,33 +57,4 @@ export async function observeDomain(
     if (isNoDomain(err)) return 'gone';
     throw err;
   }
-}
-
-/**
- * Every kvm2 domain on the host now. A domain that cannot be read for a reason of its own (a
- * libvirt refusal, malformed metadata) is reported to `onSkipped` and left out; a failed link
- * fails the whole listing, since a partial one would make instances look gone.
- */
-export async function observeHost(
-  conn: LibvirtConnection,
-  host: string,
-  options: Io & { readonly onSkipped?: (name: string, err: unknown) => void } = {},
-): Promise<{ readonly observed: Observation[]; readonly skipped: ReadonlySet<string> }> {
-  const { domains } = await conn.call(ConnectListAllDomains, { needResults: 1, flags: 0 }, options);
-  const skipped = new Set<string>();
-  const all = await Promise.all(
-    domains.map(async (dom) => {
-      try {
-        const seen = await observeDomain(conn, host, dom, options);
-        return typeof seen === 'string' ? null : seen;
-      } catch (err) {
-        const malformed = (err as { code?: string }).code === 'ERR_XML_METADATA_MALFORMED';
-        if (!(err instanceof LibvirtError) && !malformed) throw err;
-        skipped.add(dom.name);
-        options.onSkipped?.(dom.name, err);
-        return null;
-      }
-    }),
-  );
-  return { observed: all.filter((o): o is Observation => o !== null), skipped };
 }

@@ -1,8 +1,8 @@
 // One host's kvm2 instances as libvirt tells of their changes (docs/events.md): the host's
 // lifecycle and agent events on a connection of their own (DomainEventStream), each turned into
 // what the instance is now (observe.ts) and handed to `publish`; after every (re)connect, a
-// resync of every kvm2 domain against what was published, since events from while no link was
-// up are never sent. The owner (the worker's watcher) decides what is new: it keeps the last
+// resync of every domain against what was published, since events from while no link was up
+// are never sent (and again a little after any change that could not be read or published). The owner (the worker's watcher) decides what is new: it keeps the last
 // published state, so publishing the same observation twice is harmless by design.
 //
 // Changes of one domain are handled one at a time and in order; different domains in parallel.
@@ -10,10 +10,14 @@ import type { LibvirtConnection } from '../../libvirt/connection.js';
 import { AgentLifecycleState } from '../../libvirt/domain-events.js';
 import { agentEventName, lifecycleEventName } from '../../libvirt/event-names.js';
 import { DomainEventStream } from '../../libvirt/event-stream.js';
-import { DomainLookupByName, type NonnullDomain } from '../../libvirt/protocol.gen.js';
+import {
+  ConnectListAllDomains,
+  DomainLookupByName,
+  type NonnullDomain,
+} from '../../libvirt/protocol.gen.js';
 import type { ProviderContext } from '../core/host-context.js';
 import { isNoDomain } from '../core/not-found.js';
-import { observeDomain, observeHost, type Observation } from './observe.js';
+import { observeDomain, type Observation } from './observe.js';
 
 /** What made the watcher look: libvirt's event and detail, or `resync`. */
 export interface WatchCause {
@@ -46,7 +50,7 @@ export interface HostWatchOptions {
   readonly agentPollMs?: number | undefined;
   /** …for this long. */
   readonly agentPollForMs?: number | undefined;
-  /** After a change could not be published, resync this much later. */
+  /** After a change could not be read or published, resync this much later (doubling). */
   readonly retryResyncMs?: number | undefined;
   readonly retryMinMs?: number | undefined;
   readonly retryMaxMs?: number | undefined;
@@ -60,11 +64,18 @@ interface Recheck {
   timer?: NodeJS.Timeout | undefined;
 }
 
-/** How many events of a domain had been heard when a look began. */
+/**
+ * Where a look stands among the events: it yields to any event of its domain heard after `at`
+ * (of the lifecycle only, for a lifecycle event's own look: the agent's never pre-empt them).
+ */
 interface Mark {
-  readonly of: ReadonlyMap<string, number>;
+  readonly lifecycleOnly: boolean;
   readonly at: number;
 }
+
+/** After a failed read or publish, resync this much later, doubling while resyncs fail. */
+const RETRY_RESYNC_MS = 5_000;
+const RETRY_RESYNC_MAX_MS = 5 * 60_000;
 
 const RESYNC_CAUSE: WatchCause = { event: 'resync' };
 const RECHECK_CAUSE: WatchCause = { event: 'recheck' };
@@ -74,19 +85,24 @@ export class HostWatch {
   readonly #stream: DomainEventStream;
   /** Per domain name: the tail of its chain of changes. */
   readonly #chains = new Map<string, Promise<void>>();
-  /** Per domain name: events heard so far (a look yields to an event heard after it began). */
-  readonly #heard = new Map<string, number>();
-  /** Per domain name: lifecycle events heard so far (an agent's event never pre-empts them). */
-  readonly #heardLifecycle = new Map<string, number>();
+  /** Events heard so far, on this watch; per domain name, the number of the last one. */
+  #heard = 0;
+  readonly #lastHeard = new Map<string, number>();
+  readonly #lastLifecycle = new Map<string, number>();
   readonly #rechecks = new Map<string, Recheck>();
   /** The agent connected before the instance was seen without an address: poll fast then. */
   readonly #pendingFast = new Map<string, number>();
   #conn: LibvirtConnection | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
+  #retrying: Promise<void> | undefined;
+  /** Looks and publishes that failed so far: a resync without new ones resets the backoff. */
+  #failures = 0;
+  #retryDelayMs: number;
   #closed = false;
 
   constructor(ctx: ProviderContext, options: HostWatchOptions) {
     this.#o = options;
+    this.#retryDelayMs = options.retryResyncMs ?? RETRY_RESYNC_MS;
     this.#stream = new DomainEventStream({
       dial: (signal) => ctx.hosts.dedicated(options.host, { signal }),
       onLifecycle: (e, conn) => {
@@ -120,6 +136,7 @@ export class HostWatch {
     for (const r of this.#rechecks.values()) clearTimeout(r.timer);
     this.#rechecks.clear();
     await this.#stream.close();
+    await this.#retrying;
     await Promise.allSettled([...this.#chains.values()]);
   }
 
@@ -130,49 +147,53 @@ export class HostWatch {
     lifecycle: boolean,
   ): void {
     if (this.#closed) return;
-    const name = dom.name;
-    this.#heard.set(name, (this.#heard.get(name) ?? 0) + 1);
-    if (lifecycle) this.#heardLifecycle.set(name, (this.#heardLifecycle.get(name) ?? 0) + 1);
-    // A lifecycle event's look yields only to a later lifecycle event, never to the agent's.
-    const mark = this.#mark(name, lifecycle ? this.#heardLifecycle : this.#heard);
-    void this.#serial(name, () => this.#look(conn, dom, cause, mark));
+    const at = ++this.#heard;
+    this.#lastHeard.set(dom.name, at);
+    if (lifecycle) this.#lastLifecycle.set(dom.name, at);
+    const mark = { lifecycleOnly: lifecycle, at };
+    void this.#serial(dom.name, () => this.#look(conn, dom, cause, mark));
   }
 
-  #mark(name: string, of = this.#heard): Mark {
-    return { of, at: of.get(name) ?? 0 };
+  /** A look of the watcher's own (a recheck, a resync) yields to any event heard after now. */
+  #markNow(): Mark {
+    return { lifecycleOnly: false, at: this.#heard };
+  }
+
+  #heardSince(name: string, mark: Mark): boolean {
+    const last = (mark.lifecycleOnly ? this.#lastLifecycle : this.#lastHeard).get(name) ?? 0;
+    return last > mark.at;
   }
 
   /**
-   * Reads the domain now and publishes what it is (or that it is gone). A look yields to an
-   * event heard for the domain since `mark` (events come in bursts: a destroy is `shutdown`
-   * then `stopped`): that event's look comes next and publishes what it finds under its own
-   * name. A `shutdown` that finds the domain already off yields too: `stopped` always follows.
-   * The agent's connect publishes only an instance it finds `running` (its address came): any
-   * other change is a lifecycle event's to announce.
+   * Reads the domain now and publishes what it is (or that it is gone); true when it is one of
+   * kvm2's. A look yields to an event heard for the domain after `mark` (events come in bursts:
+   * a destroy is `shutdown` then `stopped`): that event's look comes next and publishes what
+   * it finds under its own name. A `shutdown` that finds the domain already off yields too:
+   * `stopped` always follows. The agent's connect publishes only an instance it finds
+   * `running` (its address came): any other change is a lifecycle event's to announce.
+   * `undefined` is the name's end whatever is found: a rename is a new name's `defined`.
    */
   async #look(
     conn: LibvirtConnection,
     dom: NonnullDomain,
     cause: WatchCause,
     mark: Mark,
-  ): Promise<void> {
-    const seen = await observeDomain(conn, this.#o.host, dom);
-    if (seen === 'foreign' || this.#heardSince(dom.name, mark)) return;
-    if (seen === 'gone') {
-      this.#forget(dom.name);
-      await this.#publish({ host: this.#o.host, name: dom.name, cause });
-      return;
+  ): Promise<boolean> {
+    const name = dom.name;
+    const seen =
+      cause.event === 'undefined' ? 'gone' : await observeDomain(conn, this.#o.host, dom);
+    if (this.#heardSince(name, mark)) return seen !== 'foreign' && seen !== 'gone';
+    if (seen === 'foreign' || seen === 'gone') {
+      this.#forget(name);
+      if (seen === 'gone') await this.#publish({ host: this.#o.host, name, cause });
+      return false;
     }
     const yields =
       (cause.event === 'shutdown' && seen.state === 'stopped') ||
       (cause.event.startsWith('agent-') && seen.state !== 'running');
-    if (!yields)
-      await this.#publish({ host: this.#o.host, name: seen.name, cause, observation: seen });
+    if (!yields) await this.#publish({ host: this.#o.host, name, cause, observation: seen });
     this.#scheduleRecheck(conn, seen);
-  }
-
-  #heardSince(name: string, mark: Mark): boolean {
-    return (mark.of.get(name) ?? 0) !== mark.at;
+    return true;
   }
 
   /** #look by name: a domain libvirt no longer has is gone. */
@@ -181,18 +202,18 @@ export class HostWatch {
     name: string,
     cause: WatchCause,
     mark: Mark,
-  ): Promise<void> {
+  ): Promise<boolean> {
     let dom: NonnullDomain;
     try {
       ({ dom } = await conn.call(DomainLookupByName, { name }));
     } catch (err) {
       if (!isNoDomain(err)) throw err;
-      if (this.#heardSince(name, mark)) return;
+      if (this.#heardSince(name, mark)) return false;
       this.#forget(name);
       await this.#publish({ host: this.#o.host, name, cause });
-      return;
+      return false;
     }
-    await this.#look(conn, dom, cause, mark);
+    return this.#look(conn, dom, cause, mark);
   }
 
   /** A running instance without an address is looked at again until it has one (or time's up). */
@@ -217,7 +238,7 @@ export class HostWatch {
     const fast = now < recheck.fastUntil;
     const delay = fast ? (this.#o.agentPollMs ?? 250) : this.#o.recheckMs;
     recheck.timer = setTimeout(() => {
-      const mark = this.#mark(name);
+      const mark = this.#markNow();
       void this.#serial(name, () => this.#lookByName(conn, name, RECHECK_CAUSE, mark));
     }, delay);
     recheck.timer.unref();
@@ -229,11 +250,11 @@ export class HostWatch {
     this.#pendingFast.delete(name);
   }
 
-  /** A domain gone: nothing kept for its name (short-lived VMs would pile their names up). */
+  /** Nothing kept for a name that is gone or foreign (short-lived VMs would pile names up). */
   #forget(name: string): void {
     this.#stopRecheck(name);
-    this.#heard.delete(name);
-    this.#heardLifecycle.delete(name);
+    this.#lastHeard.delete(name);
+    this.#lastLifecycle.delete(name);
   }
 
   /** Publishes; a change that could not be recorded is caught up by a resync a little later. */
@@ -241,71 +262,84 @@ export class HostWatch {
     try {
       await this.#o.publish(change);
     } catch (err) {
+      this.#failures += 1;
       this.#o.onError?.(err, 'publish');
       this.#retryResync();
     }
   }
 
   #retryResync(): void {
-    if (this.#retryTimer !== undefined || this.#closed) return;
+    if (this.#retryTimer !== undefined || this.#retrying !== undefined || this.#closed) return;
+    const delay = this.#retryDelayMs;
+    this.#retryDelayMs = Math.min(RETRY_RESYNC_MAX_MS, delay * 2);
     this.#retryTimer = setTimeout(() => {
       this.#retryTimer = undefined;
       const conn = this.#conn;
       if (conn === undefined || conn.isDown || this.#closed) return;
-      this.#resync(conn, -1).catch((err: unknown) => {
-        this.#o.onError?.(err, 'resync');
-        this.#retryResync();
-      });
-    }, this.#o.retryResyncMs ?? 5_000);
+      this.#retrying = this.#resync(conn, -1)
+        .catch((err: unknown) => {
+          this.#o.onError?.(err, 'resync');
+          this.#retryResync();
+        })
+        .finally(() => {
+          this.#retrying = undefined;
+        });
+    }, delay);
     this.#retryTimer.unref();
   }
 
   /**
-   * Every kvm2 domain on the host against what was published: a change published for each that
-   * differs, and `gone` for each published one no longer there. A domain an event arrived for
-   * while the listing was read is left to that event's own look, which is newer.
+   * Every domain on the host against what was published: each read again in its own turn
+   * (after the changes already queued for it, so never older than they), a change published
+   * for each kvm2 instance that differs, and `gone` for each published one no longer there.
    */
   async #resync(conn: LibvirtConnection, reconnects: number): Promise<void> {
     this.#conn = conn;
-    const marks = new Map<string, Mark>();
-    const markOf = (name: string): Mark => marks.get(name) ?? { of: this.#heard, at: 0 };
-    for (const name of this.#heard.keys()) marks.set(name, this.#mark(name));
-    const { observed, skipped } = await observeHost(conn, this.#o.host, {
-      onSkipped: (name, err) => this.#o.onError?.(err, `resync: domain '${name}' unreadable`),
-    });
-    const present = new Set<string>([...skipped, ...observed.map((o) => o.name)]);
-    const looks: Promise<void>[] = [];
-    for (const seen of observed) {
+    const failuresBefore = this.#failures;
+    const mark = this.#markNow();
+    const { domains } = await conn.call(ConnectListAllDomains, { needResults: 1, flags: 0 });
+    const listed = new Set(domains.map((d) => d.name));
+    let instances = 0;
+    const looks: Promise<void>[] = domains.map((dom) =>
+      this.#serial(dom.name, async () => {
+        if (await this.#look(conn, dom, RESYNC_CAUSE, mark)) instances += 1;
+      }),
+    );
+    const published = new Set(await this.#o.published());
+    for (const name of published) {
+      if (listed.has(name)) continue;
+      // Published as present, not listed: gone, unless it is there after all when asked.
       looks.push(
-        this.#serial(seen.name, async () => {
-          if (this.#heardSince(seen.name, markOf(seen.name))) return;
-          await this.#publish({
-            host: this.#o.host,
-            name: seen.name,
-            cause: RESYNC_CAUSE,
-            observation: seen,
-          });
-          this.#scheduleRecheck(conn, seen);
+        this.#serial(name, async () => {
+          if (await this.#lookByName(conn, name, RESYNC_CAUSE, mark)) instances += 1;
         }),
       );
     }
-    for (const name of await this.#o.published()) {
-      if (present.has(name)) continue;
-      // Published as present, not listed: gone, unless it is there after all when asked.
-      const mark = markOf(name);
-      looks.push(this.#serial(name, () => this.#lookByName(conn, name, RESYNC_CAUSE, mark)));
+    // What was kept for names that are neither there nor published, nor being looked at.
+    for (const name of [...this.#lastHeard.keys(), ...this.#pendingFast.keys()]) {
+      if (!listed.has(name) && !published.has(name) && !this.#chains.has(name)) this.#forget(name);
     }
-    // A look that failed has been reported; a lost link ends this connection anyway.
+    // A look that failed has been reported, and a resync to catch it up is on its way.
     await Promise.allSettled(looks);
-    this.#o.onResynced?.(reconnects, observed.length);
+    if (this.#failures === failuresBefore)
+      this.#retryDelayMs = this.#o.retryResyncMs ?? RETRY_RESYNC_MS;
+    this.#o.onResynced?.(reconnects, instances);
   }
 
-  /** Runs `task` after the domain's earlier changes; its failure is reported, not thrown on. */
-  #serial(name: string, task: () => Promise<void>): Promise<void> {
+  /**
+   * Runs `task` after the domain's earlier changes. Its failure is reported, and a resync a
+   * little later reads the domain again: the change it was for is not lost.
+   */
+  #serial(name: string, task: () => Promise<unknown>): Promise<void> {
     const tail = this.#chains.get(name) ?? Promise.resolve();
-    const next = tail.then(task);
+    const next = tail.then(async () => {
+      await task();
+    });
     const settled = next.catch((err: unknown) => {
-      if (!this.#closed) this.#o.onError?.(err, `domain '${name}'`);
+      if (this.#closed) return;
+      this.#failures += 1;
+      this.#o.onError?.(err, `domain '${name}'`);
+      this.#retryResync();
     });
     this.#chains.set(name, settled);
     void settled.then(() => {
