@@ -156,7 +156,13 @@ export const KVM2_ROWS = [
     source: 'kvm2',
     match: 'ERR_IMAGE_EMPTY',
     kind: 'permanent',
-    why: 'The image server answered Content-Length: 0.',
+    why: 'The image server answered Content-Length: 0, or the image file is empty.',
+  },
+  {
+    source: 'kvm2',
+    match: 'ERR_IMAGE_FILE',
+    kind: 'derived',
+    why: "Reading a local image file failed: permanent when the file is missing, unreadable or not a regular file (the configuration's to fix), transient for an I/O error or a cancelled read.",
   },
   {
     source: 'kvm2',

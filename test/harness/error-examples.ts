@@ -23,6 +23,7 @@ import { validateJob } from '../../queues/registry.js';
 import { Kvm2Error, type FixedKindCode } from '../../src/errors/error.js';
 import { XdrReader } from '../../src/libvirt/xdr.js';
 import { parseCreateRequest } from '../../src/provider/core/request.js';
+import { fileError } from '../../src/provider/image/local-file.js';
 import { imageSource, networkError } from '../../src/provider/image/download.js';
 import { ImageContentError } from '../../src/provider/image/fill.js';
 import { buildSeed } from '../../src/provider/seed/seed.js';
@@ -198,6 +199,20 @@ export const derivedExamples: Record<string, readonly (readonly [() => unknown, 
       'permanent',
     ],
     [() => networkError(imageAt, new Error('stopped'), AbortSignal.abort()), 'transient'],
+  ],
+  'kvm2 ERR_IMAGE_FILE': [
+    [
+      () => fileError('golden', '/srv/golden.qcow2', systemError('ENOENT', 'no such file', 'open')),
+      'permanent',
+    ],
+    [
+      () => fileError('golden', '/srv/golden.qcow2', systemError('EACCES', 'denied', 'open')),
+      'permanent',
+    ],
+    [
+      () => fileError('golden', '/srv/golden.qcow2', systemError('EIO', 'i/o error', 'read')),
+      'transient',
+    ],
   ],
   'kvm2 ERR_PARTIAL_VIEW': [
     [

@@ -7,6 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { context, type Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
@@ -272,6 +273,34 @@ export function imageCacheRig(): ImageCacheRig {
         data.set(name, { file: big, sha256: bigDigest, size: 64 * MiB });
         srv().serve(p, { file: big });
       }
+
+      // Local files (`file:///…` or an absolute path): the qcow2 above, as a file of its own;
+      // a missing one, a directory, an empty file, a wrong digest.
+      const localQcow2 = path.join(workDir, 'local image.qcow2');
+      await fs.copyFile(qcow2, localQcow2);
+      await execFileAsync('qemu-img', ['resize', '-q', '-f', 'qcow2', localQcow2, '2M']);
+      const localBytes = await fs.readFile(localQcow2);
+      const files: [string, string, string | undefined][] = [
+        ['file-small', localQcow2, sha256(localBytes)],
+        ['file-url', pathToFileURL(localQcow2).href, sha256(localBytes)],
+        ['file-missing', path.join(workDir, 'no-such.qcow2'), undefined],
+        ['file-dir', workDir, undefined],
+        ['file-empty', path.join(workDir, 'empty.qcow2'), undefined],
+        ['file-mismatch', localQcow2, sha256(randomBytes(16))],
+      ];
+      await fs.writeFile(path.join(workDir, 'empty.qcow2'), '');
+      for (const [name, url, digest] of files) {
+        images[`imgtest-${name}`] = {
+          url,
+          format: 'qcow2',
+          ...(digest === undefined ? {} : { sha256: digest }),
+        };
+      }
+      data.set('file-small', {
+        file: localQcow2,
+        sha256: sha256(localBytes),
+        size: localBytes.length,
+      });
 
       addImage('mismatch', randomBytes(512 * 1024), { sha256: sha256(randomBytes(16)) });
       addImage('missing', randomBytes(1024), { credentials: `kvm2user:${SECRET}`, sha256: null });

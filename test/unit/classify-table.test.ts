@@ -154,6 +154,7 @@ const EXPECTED_KIND: Readonly<Record<string, ErrorKind | 'derived'>> = {
   'kvm2 ERR_SEED_BOUNDARY_IN_CONTENT': 'permanent',
   'kvm2 ERR_IMAGE_HTTP': 'derived',
   'kvm2 ERR_IMAGE_EMPTY': 'permanent',
+  'kvm2 ERR_IMAGE_FILE': 'derived',
   'kvm2 ERR_IMAGE_DIGEST_MISMATCH': 'permanent',
   'kvm2 ERR_IMAGE_TOO_LARGE': 'permanent',
   'kvm2 ERR_IMAGE_CONTENT': 'permanent',

@@ -41,7 +41,27 @@ describe('errors name their path', () => {
     [
       'an image url that is not http(s)',
       withHost({ images: { deb: { url: 'ftp://x/y' } } }),
-      'kvm2.images.deb.url: must be an http:// or https:// URL, got "ftp://x/y"',
+      'kvm2.images.deb.url: must be an http:// or https:// URL, a file:/// URL or an absolute path, got "ftp://x/y"',
+    ],
+    [
+      'an image file:// URL naming another machine',
+      withHost({ images: { deb: { url: 'file://nas/images/deb.qcow2' } } }),
+      'kvm2.images.deb.url: must name a local file (file:///path), got "file://nas/images/deb.qcow2"',
+    ],
+    [
+      'an image file:// URL with a query',
+      withHost({ images: { deb: { url: 'file:///images/deb.qcow2?v=2' } } }),
+      'kvm2.images.deb.url: a file:// URL takes no query or fragment, got "file:///images/deb.qcow2?v=***"',
+    ],
+    [
+      'an image path with ..',
+      withHost({ images: { deb: { url: '/images/../etc/deb.qcow2' } } }),
+      `kvm2.images.deb.url: must be an absolute path without '..', got "/images/../etc/deb.qcow2"`,
+    ],
+    [
+      'an image path that is relative',
+      withHost({ images: { deb: { url: 'images/deb.qcow2' } } }),
+      'kvm2.images.deb.url: must be an http:// or https:// URL, a file:/// URL or an absolute path, got "images/deb.qcow2"',
     ],
     [
       'an image name that is not a DNS label',

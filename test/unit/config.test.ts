@@ -222,6 +222,28 @@ describe('values', () => {
   });
 });
 
+describe('local image files', () => {
+  it('takes a file:/// URL or an absolute path, and writes both as the same file URL', () => {
+    const config = parseConfig(
+      withHost({
+        images: {
+          a: { url: '/srv/images/golden 1.qcow2' },
+          b: { url: 'file:///srv/images/golden%201.qcow2' },
+          c: { url: 'file://localhost/srv/images/golden%201.qcow2' },
+          d: { url: 'https://x/y' },
+        },
+      }),
+    );
+    const want = 'file:///srv/images/golden%201.qcow2';
+    expect([config.images['a']?.url, config.images['b']?.url, config.images['c']?.url]).toEqual([
+      want,
+      want,
+      want,
+    ]);
+    expect(config.images['d']?.url).toBe('https://x/y');
+  });
+});
+
 describe('the parsed configuration', () => {
   it('is frozen all the way down', () => {
     const config = parseConfig(withHost({ images: { deb: { url: 'https://x/y' } } }));

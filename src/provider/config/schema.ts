@@ -1,6 +1,7 @@
 // The configuration schema (SPEC §2), every key with its default; docs/configuration.md is its
 // reference. Objects are strict at every level: a misspelt key is an error, never ignored.
 // Durations and sizes come out as numbers (milliseconds, bytes); nothing here dials.
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { redactUrl } from '../../errors/redact-url.js';
 import { parseLibvirtUri } from '../../libvirt/transport/uri.js';
@@ -123,21 +124,58 @@ const hosts = z
     });
   });
 
-const image = z.strictObject({
-  url: z.string().superRefine((value, ctx) => {
+/**
+ * Where an image comes from: an http(s):// URL, or a local file on the worker's machine as a
+ * `file:///path` URL or an absolute path, which comes out as its file URL (one cache key for
+ * either spelling).
+ */
+const imageUrl = z
+  .string()
+  .superRefine((value, ctx) => {
+    if (value.startsWith('/')) {
+      if (value.split('/').includes('..') || [...value].some((c) => c.charCodeAt(0) < 0x20)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be an absolute path without '..', got ${JSON.stringify(value)}`,
+        });
+      }
+      return;
+    }
     let url: URL | undefined;
     try {
       url = new URL(value);
     } catch {
       // reported below
     }
+    if (url?.protocol === 'file:') {
+      if (url.host !== '' && url.host !== 'localhost') {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must name a local file (file:///path), got ${JSON.stringify(redactUrl(value))}`,
+        });
+      } else if (url.search !== '' || url.hash !== '') {
+        ctx.addIssue({
+          code: 'custom',
+          message: `a file:// URL takes no query or fragment, got ${JSON.stringify(redactUrl(value))}`,
+        });
+      }
+      return;
+    }
     if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
       ctx.addIssue({
         code: 'custom',
-        message: `must be an http:// or https:// URL, got ${JSON.stringify(redactUrl(value))}`,
+        message: `must be an http:// or https:// URL, a file:/// URL or an absolute path, got ${JSON.stringify(redactUrl(value))}`,
       });
     }
-  }),
+  })
+  .transform((value) => {
+    if (value.startsWith('/')) return pathToFileURL(value).href;
+    const url = new URL(value);
+    return url.protocol === 'file:' ? pathToFileURL(fileURLToPath(url)).href : value;
+  });
+
+const image = z.strictObject({
+  url: imageUrl,
   sha256: z
     .string()
     .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits')

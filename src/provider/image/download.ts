@@ -1,12 +1,15 @@
 // Image downloads over HTTP(S) (SPEC §5): the GET that feeds a fill, and the size probe of the
-// pool-space precheck (HEAD, falling back to a GET's headers when HEAD is refused). Errors carry
+// pool-space precheck (HEAD, falling back to a GET's headers when HEAD is refused). A `file:`
+// image is read from the local file instead (local-file.ts), through the same two calls. Errors carry
 // a code and the classification table's kind, and name the image and the URL's host only: a
 // URL's userinfo or query string may hold a token.
+import { fileURLToPath } from 'node:url';
 import { EnvHttpProxyAgent, fetch, type Dispatcher, type Response } from 'undici';
 import { classifyError, httpStatusKind } from '../../errors/classify.js';
 import type { ErrorKind } from '../../errors/kind.js';
 import type { ImageConfig } from '../config/schema.js';
 import { Kvm2Error, type Kvm2ErrorCode } from '../../errors/error.js';
+import { localImageSize, openLocalImage } from './local-file.js';
 
 /** Timeouts per phase (undici's), and the caps of a whole fill and of a size probe. */
 export const DOWNLOAD_TIMEOUTS = Object.freeze({
@@ -36,9 +39,11 @@ export interface ImageSource {
   readonly imageName: string;
   /** The URL without userinfo; never put in a message (its query may be a signature). */
   readonly url: URL;
-  /** `host[:port]`, what messages, logs and spans name. */
+  /** `host[:port]`, or a local file's path: what messages, logs and spans name. */
   readonly where: string;
   readonly authorization: string | undefined;
+  /** A local file's path (`file:` URLs, local-file.ts); undefined for HTTP(S). */
+  readonly file: string | undefined;
 }
 
 /**
@@ -47,6 +52,10 @@ export interface ImageSource {
  */
 export function imageSource(imageName: string, image: ImageConfig): ImageSource {
   const url = new URL(image.url);
+  if (url.protocol === 'file:') {
+    const file = fileURLToPath(url);
+    return { imageName, url, where: file, authorization: undefined, file };
+  }
   let authorization: string | undefined;
   if (url.username !== '' || url.password !== '') {
     const user = decodeURIComponent(url.username);
@@ -55,7 +64,7 @@ export function imageSource(imageName: string, image: ImageConfig): ImageSource 
     url.username = '';
     url.password = '';
   }
-  return { imageName, url, where: url.host, authorization };
+  return { imageName, url, where: url.host, authorization, file: undefined };
 }
 
 export interface ImageResponse {
@@ -72,6 +81,7 @@ export async function openImage(
   src: ImageSource,
   options: { signal: AbortSignal },
 ): Promise<ImageResponse> {
+  if (src.file !== undefined) return openLocalImage(src.imageName, src.file, options);
   const local = new AbortController();
   const signal = AbortSignal.any([options.signal, local.signal]);
   const cancel = (): void => local.abort(new Error('image request ended by kvm2'));
@@ -101,6 +111,7 @@ export async function probeImageSize(
   src: ImageSource,
   options: { signal: AbortSignal },
 ): Promise<number | undefined> {
+  if (src.file !== undefined) return localImageSize(src.imageName, src.file);
   const local = new AbortController();
   try {
     const head = await send(src, 'HEAD', AbortSignal.any([options.signal, local.signal]));
@@ -172,6 +183,7 @@ function emptyError(src: ImageSource): Kvm2Error {
 
 const IMAGE_VERDICTS: ReadonlySet<string> = new Set<Kvm2ErrorCode>([
   'ERR_IMAGE_HTTP',
+  'ERR_IMAGE_FILE',
   'ERR_IMAGE_EMPTY',
   'ERR_IMAGE_DIGEST_MISMATCH',
   'ERR_IMAGE_CONTENT',

@@ -61,7 +61,9 @@ export async function fillBaseImage(
     'kvm2.host': entry.host,
     'kvm2.image': entry.imageName,
     'kvm2.volume': entry.baseName,
-    'server.address': src.url.hostname,
+    ...(src.file === undefined
+      ? { 'server.address': src.url.hostname }
+      : { 'file.path': src.file }),
   };
   return ctx.tracer.startActiveSpan('kvm2.download', { attributes }, async (span) => {
     const started = performance.now();
