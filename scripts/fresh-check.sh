@@ -54,7 +54,7 @@ fi
 
 log "removing libvirt's and kvm2's directories, setup's apt sources, users and groups"
 rm -rf /var/log/libvirt /var/lib/libvirt /etc/libvirt /var/cache/libvirt /run/libvirt \
-  /var/run/libvirt /var/cache/kvm2
+  /var/run/libvirt /var/cache/kvm2 /var/lib/kvm2
 rm -f /etc/apt/sources.list.d/kvm2-deb-src.sources /etc/apt/sources.list.d/kvm2-deb-src.list
 apt-get update -qq
 userdel libvirt-qemu 2>/dev/null || true

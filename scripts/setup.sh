@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepares a Debian 12 machine (as root, no systemd) to run kvm2 and its tests:
 # Debian packages, the daemons kvm2 talks to (virtlogd, libvirtd, redis-server), a dir pool
-# `default`, and the npm dependencies. Safe to run twice: every step checks before it acts.
+# `default`, an isolated network `default`, the demo image, and the npm dependencies. Safe to run twice: every step checks before it acts.
 # Facts behind each step: shared/HOST-SETUP.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -92,6 +92,36 @@ fi
 pool_state=$(virsh -q pool-info default | awk '/^State:/ {print $2}')
 [ "$pool_state" = running ] || virsh -q pool-start default >/dev/null
 virsh -q pool-autostart default >/dev/null 2>&1 || true
+
+# The network `default` the embedded configuration names, unless the machine has one: isolated
+# (no forward, no host address, no DHCP or DNS: a bridge only), so a demo guest's packets go
+# nowhere but its own bridge. The quick start gives the guest its address (README).
+if ! virsh -q net-info default >/dev/null 2>&1; then
+  log "defining network default (isolated: bridge kvm2br0 only)"
+  net_xml=$(mktemp)
+  cat >"$net_xml" <<'XML'
+<network>
+  <name>default</name>
+  <bridge name='kvm2br0' stp='off'/>
+  <dns enable='no'/>
+</network>
+XML
+  virsh -q net-define "$net_xml" >/dev/null
+  rm -f "$net_xml"
+fi
+net_active=$(virsh -q net-info default | awk '/^Active:/ {print $2}')
+[ "$net_active" = yes ] || virsh -q net-start default >/dev/null
+virsh -q net-autostart default >/dev/null 2>&1 || true
+
+# The image `demo` the embedded configuration names: kvm2's test guest (docs/guest-image.md),
+# built from Debian packages (cached in /var/cache/kvm2), installed where the default points.
+DEMO_IMAGE=/var/lib/kvm2/images/demo.qcow2
+demo_built=$(bash scripts/build-guest-image.sh)
+if ! cmp -s "$demo_built" "$DEMO_IMAGE"; then
+  log "installing the demo image at $DEMO_IMAGE"
+  mkdir -p "$(dirname "$DEMO_IMAGE")"
+  cp "$demo_built" "$DEMO_IMAGE.tmp" && mv "$DEMO_IMAGE.tmp" "$DEMO_IMAGE"
+fi
 
 # libvirt's protocol definitions (remote_protocol.x and friends) from Debian's source package
 # of the installed libvirt, for the check that src/libvirt/protocol.gen.ts is what the

@@ -104,6 +104,8 @@ describe('instance events', () => {
       uid: created.uid,
       state: 'provisioning',
     });
+    // Under the start's name: the define's look, which found it started, yielded to it.
+    expect(first).toMatchObject({ event: 'started', detail: 'booted' });
     expect(first.previous).toBeUndefined();
     await sleep(1_500); // rechecks of the booting instance publish nothing new
     const all = await eventsOf(fleet.scope.redis, fleet.scope.prefix, instanceId);

@@ -26,7 +26,7 @@ afterAll(async () => {
 });
 
 describe('the embedded default', () => {
-  it('serves one local host, pool and network default, a local Redis', async () => {
+  it('serves one local host, pool and network default, the demo image, a local Redis', async () => {
     const config = await loadConfig({ env: {} });
     expect(config.hosts).toEqual([
       {
@@ -35,15 +35,21 @@ describe('the embedded default', () => {
         pool: 'default',
         network: 'default',
         concurrency: 4,
-        domainType: 'kvm',
+        domainType: 'qemu',
         firmware: 'uefi',
-        cpuMode: 'host-passthrough',
+        cpuMode: 'none',
         serialLogDir: '/var/log/libvirt/qemu',
         poolReserve: 2 ** 30,
       },
     ]);
     expect(config.redis).toEqual({ url: 'redis://127.0.0.1:6379', prefix: '{kvm2}' });
-    expect(config.images).toEqual({});
+    expect(config.images).toEqual({
+      demo: {
+        url: 'file:///var/lib/kvm2/images/demo.qcow2',
+        format: 'qcow2',
+        maxSize: 20 * 2 ** 30,
+      },
+    });
     expect(config.defaults).toEqual({
       vcpus: 1,
       memoryMiB: 1024,

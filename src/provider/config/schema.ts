@@ -307,7 +307,25 @@ export type WorkerConfig = Kvm2Config['worker'];
 export type RedisConfig = Kvm2Config['redis'];
 export type EventsConfig = Kvm2Config['events'];
 
-/** With no file (SPEC §2): the local daemon, pool and network `default`, a local Redis. */
+/** Where `npm run setup` installs the demo image the embedded default names. */
+export const DEMO_IMAGE_PATH = '/var/lib/kvm2/images/demo.qcow2';
+
+/**
+ * With no file (SPEC §2): the local daemon, pool and network `default`, a local Redis, and the
+ * demo image setup installs (docs/configuration.md, "The embedded default"). The host runs
+ * guests under TCG (`qemu`, no host CPU mode): a demo that starts on any machine, nested ones
+ * included, where KVM cannot run UEFI guests; real hosts are configured with `kvm`.
+ */
 export const EMBEDDED_DEFAULT: unknown = Object.freeze({
-  hosts: [{ name: 'local', uri: 'qemu:///system', pool: 'default', network: 'default' }],
+  hosts: [
+    {
+      name: 'local',
+      uri: 'qemu:///system',
+      pool: 'default',
+      network: 'default',
+      domainType: 'qemu',
+      cpuMode: 'none',
+    },
+  ],
+  images: { demo: { url: DEMO_IMAGE_PATH, format: 'qcow2' } },
 });

@@ -169,7 +169,8 @@ export class HostWatch {
    * kvm2's. A look yields to an event heard for the domain after `mark` (events come in bursts:
    * a destroy is `shutdown` then `stopped`): that event's look comes next and publishes what
    * it finds under its own name. A `shutdown` that finds the domain already off yields too:
-   * `stopped` always follows. The agent's connect publishes only an instance it finds
+   * `stopped` always follows; so does a `defined` that finds it started (`started` follows,
+   * or came first). The agent's connect publishes only an instance it finds
    * `running` (its address came): any other change is a lifecycle event's to announce.
    * `undefined` is the name's end whatever is found: a rename is a new name's `defined`.
    */
@@ -190,6 +191,7 @@ export class HostWatch {
     }
     const yields =
       (cause.event === 'shutdown' && seen.state === 'stopped') ||
+      (cause.event === 'defined' && seen.state !== 'stopped') ||
       (cause.event.startsWith('agent-') && seen.state !== 'running');
     if (!yields) await this.#publish({ host: this.#o.host, name, cause, observation: seen });
     this.#scheduleRecheck(conn, seen);
