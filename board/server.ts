@@ -13,7 +13,7 @@ import express, { type ErrorRequestHandler } from 'express';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { allQueueNames } from '../queues/names.js';
-import { createWorkerConnection, redisEndpoint } from '../queues/redis.js';
+import { createWorkerConnection, redisEndpoint, redisTarget } from '../queues/redis.js';
 import type { Kvm2Config } from '../src/provider/config/schema.js';
 import { isLoopback, type ListenAddress } from '../src/provider/config/values.js';
 import { createBoardQueues, type BoardQueues } from './adapters.js';
@@ -118,11 +118,11 @@ export async function startBoard(
 
   // One connection for every queue. Worker options (no retry limit, offline queue): a poll
   // during a Redis outage waits for the reconnect instead of failing the whole page.
-  const redis = createWorkerConnection(config.redis.url);
+  const redis = createWorkerConnection(redisTarget(config.redis));
   redis.on('error', (err: Error) => {
     // ioredis' messages name host:port, never the URL (which may carry a password).
     logger.warn(
-      { redis: redisEndpoint(config.redis.url), reason: err.message },
+      { redis: redisEndpoint(redisTarget(config.redis)), reason: err.message },
       'board: redis error',
     );
   });

@@ -19,7 +19,13 @@ import { deleteData, enqueueDelete } from './enqueue.js';
 import { DEFAULT_JOB_OPTIONS } from './job-options.js';
 import { DEFAULT_PREFIX, GC_QUEUE, hostQueueName } from './names.js';
 import { placeInZone, type ZoneConfig } from './placement.js';
-import { asRedisError, connectProducer, createProducerConnection } from './redis.js';
+import {
+  asRedisError,
+  connectProducer,
+  createProducerConnection,
+  redisTarget,
+  type RedisTarget,
+} from './redis.js';
 import { Kvm2Error } from '../src/errors/error.js';
 import {
   createRequestOf,
@@ -37,7 +43,9 @@ export { DEFAULT_JOB_OPTIONS } from './job-options.js';
 const MAX_REMEMBERED = 10_000;
 
 export interface Kvm2ClientOptions {
-  readonly redisUrl: string;
+  /** Redis by URL (`redis://…`), or `redis`: a URL or a Sentinel group (one of the two). */
+  readonly redisUrl?: string | undefined;
+  readonly redis?: RedisTarget | undefined;
   /** The config's `redis.prefix`; `{kvm2}` by default. */
   readonly prefix?: string | undefined;
   /**
@@ -84,7 +92,7 @@ export function currentTraceContext(): TraceContext | undefined {
 
 export class Kvm2Client {
   readonly prefix: string;
-  readonly #url: string;
+  readonly #target: RedisTarget;
   readonly #redis: Redis;
   readonly #queues = new Map<string, Queue>();
   readonly #resultsFrom = new Map<string, string>();
@@ -94,10 +102,12 @@ export class Kvm2Client {
 
   constructor(options: Kvm2ClientOptions) {
     this.prefix = options.prefix ?? DEFAULT_PREFIX;
-    this.#url = options.redisUrl;
+    const target = options.redis ?? options.redisUrl;
+    if (target === undefined) throw new TypeError('Kvm2Client: give redisUrl or redis');
+    this.#target = target;
     this.#resolveZone = options.resolveZone;
     this.#placement = options.placement;
-    this.#redis = createProducerConnection(options.redisUrl);
+    this.#redis = createProducerConnection(target);
     this.#redis.on('error', () => {
       // Surfaced to callers as ERR_REDIS_UNAVAILABLE; ioredis would print unhandled ones.
     });
@@ -106,7 +116,7 @@ export class Kvm2Client {
   /** A client for the configured Redis, placing zone requests by the health hash. */
   static fromConfig(config: Pick<Kvm2Config, 'redis' | 'hosts' | 'health'>): Kvm2Client {
     return new Kvm2Client({
-      redisUrl: config.redis.url,
+      redis: redisTarget(config.redis),
       prefix: config.redis.prefix,
       placement: config,
     });
@@ -165,7 +175,7 @@ export class Kvm2Client {
       this.#remember(jobId, reservation.resultsFrom);
       return { jobId, uid, id, generation };
     } catch (err) {
-      throw asRedisError(this.#url, err);
+      throw asRedisError(this.#target, err);
     }
   }
 
@@ -183,7 +193,7 @@ export class Kvm2Client {
       this.#remember(queued.jobId, queued.resultsFrom);
       return { jobId: queued.jobId, generation: queued.generation };
     } catch (err) {
-      throw asRedisError(this.#url, err);
+      throw asRedisError(this.#target, err);
     }
   }
 
@@ -209,7 +219,7 @@ export class Kvm2Client {
       this.#remember(jobId, from);
       return { jobId };
     } catch (err) {
-      throw asRedisError(this.#url, err);
+      throw asRedisError(this.#target, err);
     }
   }
 
@@ -223,14 +233,14 @@ export class Kvm2Client {
     options: Omit<WaitForResultOptions, 'since'> = {},
   ): Promise<ResultEntry> {
     this.#checkOpen();
-    const redis = await this.#connection();
     const since = this.#resultsFrom.get(jobId);
     try {
-      const result = await waitForResult(redis, this.prefix, jobId, { ...options, since });
+      // On a connection of its own, which rides out a Redis failover until the timeout.
+      const result = await waitForResult(this.#redis, this.prefix, jobId, { ...options, since });
       this.#resultsFrom.delete(jobId);
       return result;
     } catch (err) {
-      throw asRedisError(this.#url, err);
+      throw asRedisError(this.#target, err);
     }
   }
 
@@ -254,7 +264,7 @@ export class Kvm2Client {
       const placement = this.#placement;
       const redis = await this.#connection();
       const reports = await readHealth(redis, this.prefix).catch((err: unknown) => {
-        throw asRedisError(this.#url, err);
+        throw asRedisError(this.#target, err);
       });
       const host = placeInZone({
         zone,
@@ -279,7 +289,7 @@ export class Kvm2Client {
   }
 
   async #connection(): Promise<Redis> {
-    await connectProducer(this.#redis, this.#url);
+    await connectProducer(this.#redis, this.#target);
     return this.#redis;
   }
 

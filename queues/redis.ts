@@ -3,7 +3,7 @@
 // to come back. A worker waits: BullMQ's blocking commands need maxRetriesPerRequest null.
 import type { Socket } from 'node:net';
 import { Redis, type RedisOptions } from 'ioredis';
-import type { RedisConfig } from '../src/provider/config/schema.js';
+import type { RedisConfig, SentinelConfig } from '../src/provider/config/schema.js';
 import { DEFAULT_PREFIX } from './names.js';
 import { Kvm2Error } from '../src/errors/error.js';
 
@@ -33,14 +33,57 @@ export function keyPrefix(config?: { readonly redis?: Pick<RedisConfig, 'prefix'
   return config?.redis?.prefix ?? DEFAULT_PREFIX;
 }
 
-/** `host:port` of a Redis URL, for messages: never the URL itself (it may hold a password). */
-export function redisEndpoint(url: string): string {
+/** Where Redis is: a redis:// URL, or a Sentinel group (the config's `redis.sentinel`). */
+export type RedisTarget = string | SentinelConfig;
+
+const DEFAULT_URL = 'redis://127.0.0.1:6379';
+
+/** The configuration's Redis: its Sentinel group, else its URL. */
+export function redisTarget(redis: Pick<RedisConfig, 'url' | 'sentinel'>): RedisTarget {
+  return redis.sentinel ?? redis.url ?? DEFAULT_URL;
+}
+
+/**
+ * `host:port` of a Redis URL, or a Sentinel group's master name and sentinels, for messages:
+ * never a URL itself or a password.
+ */
+export function redisEndpoint(target: RedisTarget): string {
+  if (typeof target !== 'string') {
+    const nodes = target.nodes.map((n) => `${n.host}:${n.port}`).join(', ');
+    return `sentinel master '${target.name}' (${nodes})`;
+  }
   try {
-    const u = new URL(url);
+    const u = new URL(target);
     return `${u.hostname}:${u.port === '' ? '6379' : u.port}`;
   } catch {
     return 'the configured Redis';
   }
+}
+
+/**
+ * After a Sentinel failover the old master, now a replica, answers writes with READONLY: the
+ * connection is made again (to the master the sentinels name now) and the command sent again,
+ * which is safe, since a refused write did nothing (ioredis: 2 = reconnect and resend).
+ */
+function reconnectOnReadonly(err: Error): 2 | false {
+  return err.message.startsWith('READONLY') ? 2 : false;
+}
+
+function newRedis(target: RedisTarget, options: RedisOptions): Redis {
+  if (typeof target === 'string') return new Redis(target, options);
+  return new Redis({
+    ...options,
+    sentinels: target.nodes.map(({ host, port }) => ({ host, port })),
+    name: target.name,
+    db: target.db,
+    ...(target.username === undefined ? {} : { username: target.username }),
+    ...(target.password === undefined ? {} : { password: target.password }),
+    ...(target.sentinelPassword === undefined ? {} : { sentinelPassword: target.sentinelPassword }),
+    ...(target.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
+    // Told by the sentinels of a new master at once, not at the next failed command.
+    failoverDetector: true,
+    reconnectOnError: reconnectOnReadonly,
+  });
 }
 
 const coalesced = new WeakSet<object>();
@@ -79,20 +122,20 @@ export function coalesceWrites(redis: Redis): Redis {
 }
 
 /** A producer connection, not yet connected (see connectProducer). */
-export function createProducerConnection(url: string): Redis {
-  return coalesceWrites(new Redis(url, { ...producerRedisOptions }));
+export function createProducerConnection(target: RedisTarget): Redis {
+  return coalesceWrites(newRedis(target, { ...producerRedisOptions }));
 }
 
 /** A worker connection, for BullMQ Workers and blocking reads. */
-export function createWorkerConnection(url: string): Redis {
-  return coalesceWrites(new Redis(url, { ...workerRedisOptions }));
+export function createWorkerConnection(target: RedisTarget): Redis {
+  return coalesceWrites(newRedis(target, { ...workerRedisOptions }));
 }
 
-function unavailable(url: string, cause: unknown): Kvm2Error {
+function unavailable(target: RedisTarget, cause: unknown): Kvm2Error {
   const why = cause instanceof Error ? cause.message : String(cause);
   return new Kvm2Error(
     'ERR_REDIS_UNAVAILABLE',
-    `redis at ${redisEndpoint(url)} is unreachable: ${why}`,
+    `redis at ${redisEndpoint(target)} is unreachable: ${why}`,
     { cause },
   );
 }
@@ -106,12 +149,12 @@ const dialling = new WeakMap<Redis, Promise<void>>();
  * calls made during that dial wait for it; while ioredis reconnects after an outage, callers get
  * ERR_REDIS_UNAVAILABLE at once.
  */
-export function connectProducer(redis: Redis, url: string): Promise<void> {
+export function connectProducer(redis: Redis, target: RedisTarget): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   const pending = dialling.get(redis);
   if (pending !== undefined) return pending;
   if (redis.status !== 'wait') {
-    return Promise.reject(unavailable(url, new Error(`connection is ${redis.status}`)));
+    return Promise.reject(unavailable(target, new Error(`connection is ${redis.status}`)));
   }
   const dial = redis.connect().then(
     () => {
@@ -119,18 +162,28 @@ export function connectProducer(redis: Redis, url: string): Promise<void> {
     },
     (err: unknown) => {
       dialling.delete(redis);
-      throw unavailable(url, err);
+      throw unavailable(target, err);
     },
   );
   dialling.set(redis, dial);
   return dial;
 }
 
+const OFFLINE =
+  /enableOfflineQueue|Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|max retries|READONLY|LOADING|sentinels are unreachable|connection is (reconnecting|connecting|end|close)/i;
+
+/**
+ * True for a command that failed because Redis was away or changing hands (refused, reset,
+ * reconnecting, a demoted master's READONLY, a restarted one still LOADING): worth trying again
+ * once the connection is back, unlike an answer Redis gave.
+ */
+export function isRedisOffline(err: unknown): boolean {
+  if (err instanceof Kvm2Error) return err.code === 'ERR_REDIS_UNAVAILABLE';
+  return OFFLINE.test(err instanceof Error ? err.message : '');
+}
+
 /** Maps a command's failure during an outage to ERR_REDIS_UNAVAILABLE; others pass through. */
-export function asRedisError(url: string, err: unknown): unknown {
+export function asRedisError(target: RedisTarget, err: unknown): unknown {
   if (err instanceof Kvm2Error) return err;
-  const message = err instanceof Error ? err.message : '';
-  const offline =
-    /enableOfflineQueue|Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|max retries/i;
-  return offline.test(message) ? unavailable(url, err) : err;
+  return isRedisOffline(err) ? unavailable(target, err) : err;
 }

@@ -5,6 +5,7 @@ import type { Redis } from 'ioredis';
 import { Kvm2Error } from '../src/errors/error.js';
 import { parseInstanceEvent, type InstanceEventEntry } from './events.js';
 import { resultsKey } from './names.js';
+import { isRedisOffline } from './redis.js';
 import { FINAL_OUTCOMES, RESULTS_MAX_LEN, parseResult, type ResultEntry } from './results.js';
 
 type StreamEntries = [id: string, fields: string[]][];
@@ -58,40 +59,41 @@ export interface ReadResultsOptions {
  * consumer per group; acknowledge it with ackResults once handled. A blocking read holds
  * its connection: give it one of its own.
  */
-export async function readResults(
+export function readResults(
   redis: Redis,
   prefix: string,
   options: ReadResultsOptions,
 ): Promise<ResultEntry[]> {
-  const entries = await readGroup(redis, prefix, options);
-  const results: ResultEntry[] = [];
-  const others: string[] = [];
-  for (const [id, fields] of entries) {
-    const result = parseResult(id, fields);
-    if (result === undefined) others.push(id);
-    else results.push(result);
-  }
-  // Events (and anything else) are not for a reader of results: acknowledged here, so they do
-  // not stay pending in the group forever. A group that wants them reads with readStream.
-  await ackResults(redis, prefix, options.group, others);
-  return results;
+  return readParsed(redis, prefix, options, parseResult);
 }
 
 /**
  * Like readResults, but every entry: results and instance events (docs/events.md), told apart
- * by `type`. Acknowledge each with ackResults once handled. Entries that are neither are
- * acknowledged here.
+ * by `type`. Acknowledge each with ackResults once handled.
  */
-export async function readStream(
+export function readStream(
   redis: Redis,
   prefix: string,
   options: ReadResultsOptions,
 ): Promise<StreamEntry[]> {
-  const entries = await readGroup(redis, prefix, options);
-  const read: StreamEntry[] = [];
+  return readParsed(redis, prefix, options, parseStreamEntry);
+}
+
+/**
+ * One XREADGROUP, each entry parsed as the reader's kind. Entries of another kind (events, for
+ * a reader of results) are acknowledged here: delivered to the group and never returned, they
+ * would stay pending in it forever.
+ */
+async function readParsed<T>(
+  redis: Redis,
+  prefix: string,
+  options: ReadResultsOptions,
+  parse: (streamId: string, fields: string[]) => T | undefined,
+): Promise<T[]> {
+  const read: T[] = [];
   const others: string[] = [];
-  for (const [id, fields] of entries) {
-    const entry = parseStreamEntry(id, fields);
+  for (const [id, fields] of await readGroup(redis, prefix, options)) {
+    const entry = parse(id, fields);
     if (entry === undefined) others.push(id);
     else read.push(entry);
   }
@@ -163,6 +165,8 @@ export interface WaitForResultOptions {
 
 const SCAN_PAGE = 500;
 const BLOCK_SLICE_MS = 5_000;
+/** While Redis is away during a wait, try again this often. */
+const OUTAGE_RETRY_MS = 250;
 
 async function findBackwards(
   conn: Redis,
@@ -229,26 +233,41 @@ export async function waitForResult(
             ),
           timeoutMs,
         );
+  // Redis away for a moment (a failover, a restart) does not end the wait: the connection
+  // comes back by itself, and each read is tried again, from where it was, until the deadline.
+  const again = async <T>(step: () => Promise<T>): Promise<T> => {
+    for (;;) {
+      try {
+        return await step();
+      } catch (err) {
+        if (stopReason !== undefined || !isRedisOffline(err)) throw err;
+        await new Promise((resolve) => setTimeout(resolve, OUTAGE_RETRY_MS));
+        if (stopReason !== undefined) throw err;
+      }
+    }
+  };
   try {
-    await conn.connect();
+    await conn.connect().catch((err: unknown) => {
+      if (!isRedisOffline(err)) throw err;
+    });
     let cursor: string;
     if (options.since !== undefined) {
       cursor = options.since;
     } else {
-      cursor = await lastResultId(conn, prefix);
-      const found = await findBackwards(
-        conn,
-        key,
-        jobId,
-        cursor,
-        options.scanBack ?? RESULTS_MAX_LEN,
+      cursor = await again(() => lastResultId(conn, prefix));
+      const from = cursor;
+      const found = await again(() =>
+        findBackwards(conn, key, jobId, from, options.scanBack ?? RESULTS_MAX_LEN),
       );
       if (found !== undefined) return found;
     }
     for (;;) {
       const left = deadline === undefined ? BLOCK_SLICE_MS : deadline - Date.now();
       const block = Math.max(1, Math.min(left, BLOCK_SLICE_MS));
-      const reply = await conn.xread('COUNT', 500, 'BLOCK', block, 'STREAMS', key, cursor);
+      const from = cursor;
+      const reply = await again(() =>
+        conn.xread('COUNT', 500, 'BLOCK', block, 'STREAMS', key, from),
+      );
       for (const [id, fields] of reply?.[0]?.[1] ?? []) {
         cursor = id;
         const result = parseResult(id, fields);

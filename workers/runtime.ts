@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { pruneHealth } from '../queues/health.js';
 import { RETENTION } from '../queues/job-options.js';
 import { GC_QUEUE, HEALTH_QUEUE, hostQueueName } from '../queues/names.js';
-import { createWorkerConnection, redisEndpoint } from '../queues/redis.js';
+import { createWorkerConnection, redisEndpoint, redisTarget } from '../queues/redis.js';
 import type { JobName } from '../queues/registry.js';
 import { appendResult } from '../queues/results.js';
 import type { Kvm2Config } from '../src/provider/config/schema.js';
@@ -76,9 +76,10 @@ export async function startWorker(
   const hosts = selectHosts(config, options.hosts);
   const logger = options.logger;
   const prefix = config.redis.prefix;
-  const redis = createWorkerConnection(config.redis.url);
+  const target = redisTarget(config.redis);
+  const redis = createWorkerConnection(target);
   redis.on('error', (err: Error) => {
-    logger.warn({ redis: redisEndpoint(config.redis.url), err: err.message }, 'redis error');
+    logger.warn({ redis: redisEndpoint(target), err: err.message }, 'redis error');
   });
   await redis.ping();
   await warnUnlessNoEviction(redis, logger);

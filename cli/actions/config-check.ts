@@ -7,6 +7,7 @@ import { ConfigError, configWarnings, resolveConfigPath } from '../../src/provid
 import type { Kvm2Config } from '../../src/provider/config/schema.js';
 import type { ParsedArgs } from '../options/args.js';
 import { loadCliConfig } from '../options/config.js';
+import { redisEndpoint, redisTarget } from '../../queues/redis.js';
 import { EXIT } from '../terminal/errors.js';
 import { formatBytes, formatDuration, keyValues, table } from '../terminal/format.js';
 import { printJson, type CliIo } from '../terminal/io.js';
@@ -16,7 +17,13 @@ function summary(config: Kvm2Config, file: string | undefined, warnings: readonl
     valid: true,
     file: file ?? null,
     warnings,
-    redis: { endpoint: redactUrl(config.redis.url), prefix: config.redis.prefix },
+    redis: {
+      endpoint:
+        config.redis.url === undefined
+          ? redisEndpoint(redisTarget(config.redis))
+          : redactUrl(config.redis.url),
+      prefix: config.redis.prefix,
+    },
     hosts: config.hosts.map((h) => ({
       name: h.name,
       uri: redactUrl(h.uri),

@@ -3,6 +3,7 @@
 // content is never printed, not even in an error.
 import { readFile } from 'node:fs/promises';
 import { Kvm2Client, type CreateInput } from '../../queues/client.js';
+import { redisTarget } from '../../queues/redis.js';
 import { parseInstanceId } from '../../src/provider/core/ids.js';
 import type { ParsedArgs } from '../options/args.js';
 import { configuredHost, loadCliConfig } from '../options/config.js';
@@ -93,7 +94,7 @@ export async function run(args: ParsedArgs, io: CliIo): Promise<number> {
         ]),
       );
     const result = await waitForFinal(client, job.jobId, io, {
-      redisUrl: config.redis.url,
+      redis: redisTarget(config.redis),
       prefix: config.redis.prefix,
       host: parseInstanceId(job.id).host,
       jobId: job.jobId,

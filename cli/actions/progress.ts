@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue } from 'bullmq';
 import { hostQueueName } from '../../queues/names.js';
 import { CREATE_PHASES, type CreatePhase, type CreateProgress } from '../../queues/registry.js';
-import { connectProducer, createProducerConnection } from '../../queues/redis.js';
+import { connectProducer, createProducerConnection, type RedisTarget } from '../../queues/redis.js';
 import { formatBytes } from '../terminal/format.js';
 import type { CliIo } from '../terminal/io.js';
 
@@ -67,7 +67,7 @@ export function renderProgress(
 }
 
 export interface ProgressTarget {
-  readonly redisUrl: string;
+  readonly redis: RedisTarget;
   readonly prefix: string;
   readonly host: string;
   readonly jobId: string;
@@ -90,14 +90,14 @@ export function showProgress(io: CliIo, target: ProgressTarget): ProgressDisplay
     );
 
   const poll = async (): Promise<void> => {
-    const redis = createProducerConnection(target.redisUrl);
+    const redis = createProducerConnection(target.redis);
     redis.on('error', () => {
       // Progress is best effort; the wait itself reports Redis failures.
     });
     let queue: Queue | undefined;
     try {
       // BullMQ waits for "ready" without bound: make the queue only on a live connection.
-      const connected = await connectProducer(redis, target.redisUrl).then(
+      const connected = await connectProducer(redis, target.redis).then(
         () => true,
         () => false,
       );

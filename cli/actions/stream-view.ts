@@ -4,7 +4,7 @@
 // N after a stream id, then with --follow every new one (XREAD BLOCK) until Ctrl-C.
 import type { Redis } from 'ioredis';
 import { resultsKey } from '../../queues/names.js';
-import { connectProducer, createProducerConnection } from '../../queues/redis.js';
+import { connectProducer, createProducerConnection, redisTarget } from '../../queues/redis.js';
 import type { ParsedArgs } from '../options/args.js';
 import { loadCliConfig } from '../options/config.js';
 import { DEFAULT_RESULTS_COUNT } from '../options/defaults.js';
@@ -95,7 +95,8 @@ export async function runStreamView<T>(
     }
   };
 
-  const redis = createProducerConnection(config.redis.url);
+  const target = redisTarget(config.redis);
+  const redis = createProducerConnection(target);
   redis.on('error', () => {
     // Reported through the command that fails.
   });
@@ -105,7 +106,7 @@ export async function runStreamView<T>(
     redis.disconnect();
   });
   try {
-    await connectProducer(redis, config.redis.url);
+    await connectProducer(redis, target);
     const first = await backlog(redis, key, view, from, count);
     if (!json) io.out(fixedRow(view.header, view.widths));
     print(first.entries);

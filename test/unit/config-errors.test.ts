@@ -64,6 +64,28 @@ describe('errors name their path', () => {
       'kvm2.images.deb.url: must be an http:// or https:// URL, a file:/// URL or an absolute path, got "images/deb.qcow2"',
     ],
     [
+      'both redis.url and redis.sentinel',
+      withHost({
+        redis: { url: 'redis://r:6379', sentinel: { name: 'm', nodes: ['10.0.0.5:26379'] } },
+      }),
+      'kvm2.redis.sentinel: give redis.url or redis.sentinel, not both',
+    ],
+    [
+      'a sentinel group without nodes',
+      withHost({ redis: { sentinel: { name: 'm', nodes: [] } } }),
+      'kvm2.redis.sentinel.nodes: must name at least one sentinel',
+    ],
+    [
+      'a sentinel node without a port',
+      withHost({ redis: { sentinel: { name: 'm', nodes: ['10.0.0.5'] } } }),
+      'kvm2.redis.sentinel.nodes[0]: expected host:port (e.g. 10.0.0.5:26379, [::1]:26379), got "10.0.0.5"',
+    ],
+    [
+      'an empty sentinel password',
+      withHost({ redis: { sentinel: { name: 'm', nodes: ['10.0.0.5:26379'], password: '' } } }),
+      'kvm2.redis.sentinel.password: must not be empty',
+    ],
+    [
       'an image name that is not a DNS label',
       withHost({ images: { Debian_12: { url: 'https://x/y' } } }),
       'kvm2.images.Debian_12: image name must be a DNS label (lowercase letters, digits and dashes, 1 to 63, not starting or ending with a dash)',

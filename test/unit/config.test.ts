@@ -228,6 +228,34 @@ describe('values', () => {
   });
 });
 
+describe('redis.sentinel', () => {
+  it('takes a Sentinel group instead of a URL, with its nodes parsed', () => {
+    const config = parseConfig(
+      withHost({
+        redis: {
+          sentinel: {
+            name: 'kvm2-master',
+            nodes: ['10.0.0.5:26379', '[::1]:26380'],
+            password: 'p',
+          },
+        },
+      }),
+    );
+    expect(config.redis.url).toBeUndefined();
+    expect(config.redis.sentinel).toEqual({
+      name: 'kvm2-master',
+      nodes: [
+        { host: '10.0.0.5', port: 26379 },
+        { host: '::1', port: 26380 },
+      ],
+      password: 'p',
+      tls: false,
+      db: 0,
+    });
+    expect(config.redis.prefix).toBe('{kvm2}');
+  });
+});
+
 describe('local image files', () => {
   it('takes a file:/// URL or an absolute path, and writes both as the same file URL', () => {
     const config = parseConfig(

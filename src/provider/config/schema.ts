@@ -5,7 +5,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { redactUrl } from '../../errors/redact-url.js';
 import { parseLibvirtUri } from '../../libvirt/transport/uri.js';
-import { duration, hostName, isLoopback, listen, size } from './values.js';
+import { duration, hostName, isLoopback, listen, parseListen, size } from './values.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const LABEL_RULE =
@@ -267,17 +267,64 @@ const events = z
     }
   });
 
-const redis = z.strictObject({
-  // The URL may hold a password: messages never echo it.
-  url: z
-    .string()
-    .refine((value) => /^rediss?:\/\/[^/]/.test(value) && URL.canParse(value), {
-      message: 'must be a redis:// or rediss:// URL with a host',
-    })
-    .default('redis://127.0.0.1:6379'),
-  // Hash-tagged so every kvm2 key lands in one Redis Cluster slot (BullMQ needs that).
-  prefix: z.string().regex(/^\S+$/, 'must not be empty or contain whitespace').default('{kvm2}'),
+/** `host:port` of a server kvm2 dials (port 1 to 65535). */
+const endpoint = z.string().transform((value, ctx) => {
+  const address = parseListen(value);
+  if (address === undefined || address.port === 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `expected host:port (e.g. 10.0.0.5:26379, [::1]:26379), got ${JSON.stringify(value)}`,
+    });
+    return z.NEVER;
+  }
+  return address;
 });
+
+const secret = z.string().min(1, 'must not be empty');
+
+/** Redis Sentinel (the usual HA setup for BullMQ): the master named `name`, found by asking. */
+const sentinel = z.strictObject({
+  /** The master's name in the sentinels' configuration (`sentinel monitor <name> …`). */
+  name: z.string().regex(/^\S+$/, 'must not be empty or contain whitespace'),
+  nodes: z.array(endpoint).min(1, 'must name at least one sentinel'),
+  /** The master's and replicas' (ACL user and) password; messages never echo them. */
+  username: secret.optional(),
+  password: secret.optional(),
+  /** The sentinels' own password, when they have one. */
+  sentinelPassword: secret.optional(),
+  /** TLS to the master and to the sentinels. */
+  tls: z.boolean().default(false),
+  db: z.number().int('must be a whole number').min(0, 'must be 0 or more').default(0),
+});
+
+const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+
+const redis = z
+  .strictObject({
+    // The URL may hold a password: messages never echo it.
+    url: z
+      .string()
+      .refine((value) => /^rediss?:\/\/[^/]/.test(value) && URL.canParse(value), {
+        message: 'must be a redis:// or rediss:// URL with a host',
+      })
+      .optional(),
+    sentinel: sentinel.optional(),
+    // Hash-tagged so every kvm2 key lands in one Redis Cluster slot (BullMQ needs that).
+    prefix: z.string().regex(/^\S+$/, 'must not be empty or contain whitespace').default('{kvm2}'),
+  })
+  .superRefine((r, ctx) => {
+    if (r.url !== undefined && r.sentinel !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['sentinel'],
+        message: 'give redis.url or redis.sentinel, not both',
+      });
+    }
+  })
+  .transform((r) => ({
+    ...r,
+    url: r.sentinel === undefined ? (r.url ?? DEFAULT_REDIS_URL) : undefined,
+  }));
 
 export const configSchema = z.strictObject({
   redis: redis.prefault({}),
@@ -305,6 +352,7 @@ export type HealthConfig = Kvm2Config['health'];
 export type BoardConfig = Kvm2Config['board'];
 export type WorkerConfig = Kvm2Config['worker'];
 export type RedisConfig = Kvm2Config['redis'];
+export type SentinelConfig = NonNullable<RedisConfig['sentinel']>;
 export type EventsConfig = Kvm2Config['events'];
 
 /** Where `npm run setup` installs the demo image the embedded default names. */
