@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import { redisServerArgs } from './redis.js';
 import { freePort } from './sshd.js';
 
 let server: ChildProcess | undefined;
@@ -17,24 +18,7 @@ export async function setup(): Promise<void> {
   if (process.env['REDIS_URL'] !== undefined) return;
   const port = await freePort();
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvm2-redis-'));
-  server = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--dir',
-      dir,
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--maxmemory-policy',
-      'noeviction',
-    ],
-    { stdio: 'ignore' },
-  );
+  server = spawn('redis-server', redisServerArgs(port, dir), { stdio: 'ignore' });
   const url = `redis://127.0.0.1:${port}`;
   const deadline = Date.now() + 10_000;
   for (;;) {

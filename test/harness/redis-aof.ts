@@ -6,8 +6,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Redis } from 'ioredis';
 import { freePort, LOOPBACK } from './loopback.js';
+import { askRedis, redisServerArgs } from './redis.js';
 
 export interface AofRedis {
   readonly url: string;
@@ -18,23 +18,8 @@ export interface AofRedis {
   stop(): Promise<void>;
 }
 
-async function answers(port: number): Promise<boolean> {
-  const r = new Redis({
-    host: LOOPBACK,
-    port,
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  r.on('error', () => undefined);
-  try {
-    await r.connect();
-    return (await r.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    r.disconnect();
-  }
+function answers(port: number): Promise<boolean> {
+  return askRedis(port, async (r) => (await r.ping()) === 'PONG').catch(() => false);
 }
 
 export async function startAofRedis(): Promise<AofRedis> {
@@ -42,26 +27,9 @@ export async function startAofRedis(): Promise<AofRedis> {
   const port = await freePort();
   let child: ChildProcess | undefined;
   const start = async (): Promise<void> => {
-    child = spawn(
-      'redis-server',
-      [
-        '--port',
-        String(port),
-        '--bind',
-        LOOPBACK,
-        '--dir',
-        dir,
-        '--save',
-        '',
-        '--appendonly',
-        'yes',
-        '--appendfsync',
-        'always',
-        '--maxmemory-policy',
-        'noeviction',
-      ],
-      { stdio: 'ignore' },
-    );
+    child = spawn('redis-server', redisServerArgs(port, dir, { appendonly: 'always' }), {
+      stdio: 'ignore',
+    });
     const deadline = Date.now() + 20_000;
     while (!(await answers(port))) {
       if (Date.now() > deadline) throw new Error(`redis-server on ${port} did not answer`);

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort, LOOPBACK } from './loopback.js';
+import { askRedis, redisServerArgs } from './redis.js';
 
 export const SENTINEL_MASTER = 'kvm2-master';
 
@@ -33,50 +34,21 @@ async function until(what: string, check: () => Promise<boolean>, ms = 20_000): 
   }
 }
 
-async function ask<T>(port: number, fn: (r: Redis) => Promise<T>): Promise<T> {
-  const r = new Redis({
-    host: LOOPBACK,
-    port,
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  r.on('error', () => undefined);
-  try {
-    await r.connect();
-    return await fn(r);
-  } finally {
-    r.disconnect();
-  }
-}
-
 export async function startSentinelGroup(): Promise<SentinelGroup> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvm2-sentinel-'));
   const children: ChildProcess[] = [];
   const start = (args: string[]): void => {
     children.push(spawn('redis-server', args, { stdio: 'ignore', cwd: dir }));
   };
-  const dataArgs = (port: number): string[] => [
-    '--port',
-    String(port),
-    '--bind',
-    LOOPBACK,
-    '--dir',
-    fs.mkdtempSync(path.join(dir, `data-${port}-`)),
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-    '--maxmemory-policy',
-    'noeviction',
-  ];
+  const dataArgs = (port: number): string[] =>
+    redisServerArgs(port, fs.mkdtempSync(path.join(dir, `data-${port}-`)));
   try {
     const [masterPort, replicaPort] = [await freePort(), await freePort()];
     start(dataArgs(masterPort));
-    await until('the master answers', () => ask(masterPort, (r) => r.ping().then(() => true)));
+    await until('the master answers', () => askRedis(masterPort, (r) => r.ping().then(() => true)));
     start([...dataArgs(replicaPort), '--replicaof', LOOPBACK, String(masterPort)]);
     await until('the replica is in sync', () =>
-      ask(replicaPort, async (r) => /master_link_status:up/.test(await r.info('replication'))),
+      askRedis(replicaPort, async (r) => /master_link_status:up/.test(await r.info('replication'))),
     );
     const sentinelPorts: number[] = [];
     for (let i = 0; i < 3; i++) {
@@ -101,7 +73,7 @@ export async function startSentinelGroup(): Promise<SentinelGroup> {
     // Every sentinel knows the replica and the other sentinels: a failover can be agreed.
     for (const port of sentinelPorts) {
       await until(`sentinel ${port} sees the replica and its peers`, () =>
-        ask(port, async (r) => {
+        askRedis(port, async (r) => {
           const replicas = (await r.call('SENTINEL', 'REPLICAS', SENTINEL_MASTER)) as unknown[];
           const peers = (await r.call('SENTINEL', 'SENTINELS', SENTINEL_MASTER)) as unknown[];
           return replicas.length === 1 && peers.length === 2;
@@ -110,7 +82,7 @@ export async function startSentinelGroup(): Promise<SentinelGroup> {
     }
 
     const master = async (): Promise<string> => {
-      const [host, port] = (await ask(sentinelPorts[0] ?? 0, (r) =>
+      const [host, port] = (await askRedis(sentinelPorts[0] ?? 0, (r) =>
         r.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', SENTINEL_MASTER),
       )) as [string, string];
       return `${host}:${port}`;
@@ -126,13 +98,17 @@ export async function startSentinelGroup(): Promise<SentinelGroup> {
       },
       async failover() {
         const before = await master();
-        await ask(sentinelPorts[0] ?? 0, (r) => r.call('SENTINEL', 'FAILOVER', SENTINEL_MASTER));
+        await askRedis(sentinelPorts[0] ?? 0, (r) =>
+          r.call('SENTINEL', 'FAILOVER', SENTINEL_MASTER),
+        );
         let after = before;
         await until('the sentinels name a new master', async () => {
           after = await master();
           if (after === before) return false;
           const [, port] = after.split(':');
-          return ask(Number(port), async (r) => /role:master/.test(await r.info('replication')));
+          return askRedis(Number(port), async (r) =>
+            /role:master/.test(await r.info('replication')),
+          );
         });
         return after;
       },

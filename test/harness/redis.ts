@@ -56,3 +56,46 @@ export async function redisScope(label: string): Promise<RedisScope> {
     },
   };
 }
+
+/**
+ * The arguments of a test's own redis-server on loopback: `port`, data in `dir`, no snapshots,
+ * noeviction (what SPEC §8 asks of a production Redis), the AOF as `appendonly` says.
+ */
+export function redisServerArgs(
+  port: number,
+  dir: string,
+  options: { readonly appendonly?: 'no' | 'always' } = {},
+): string[] {
+  const aof = options.appendonly ?? 'no';
+  return [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    ...(aof === 'no' ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', aof]),
+    '--maxmemory-policy',
+    'noeviction',
+  ];
+}
+
+/** Runs `fn` on a one-off connection to the redis-server on loopback `port`, then drops it. */
+export async function askRedis<T>(port: number, fn: (r: Redis) => Promise<T>): Promise<T> {
+  const r = new Redis({
+    host: '127.0.0.1',
+    port,
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  r.on('error', () => undefined); // refused until the server listens: expected
+  try {
+    await r.connect();
+    return await fn(r);
+  } finally {
+    r.disconnect();
+  }
+}
