@@ -1,6 +1,6 @@
 // kvm2 events: syntax and help; actions/events.ts runs it.
 import { defineCommand } from '../options/command.js';
-import { DEFAULT_RESULTS_COUNT } from '../options/defaults.js';
+import { streamViewOptions } from './stream-options.js';
 
 export const eventsCommand = defineCommand({
   name: 'events',
@@ -16,14 +16,8 @@ export const eventsCommand = defineCommand({
   ],
   json: true,
   options: {
-    follow: { type: 'boolean', description: 'keep printing new events until Ctrl-C' },
+    ...streamViewOptions('events'),
     instance: { type: 'string', value: 'ID', description: 'only this instance (host/name)' },
-    from: { type: 'string', value: 'ID', description: 'start after this stream id (0: the start)' },
-    count: {
-      type: 'string',
-      value: 'N',
-      description: `at most N events before following (default ${DEFAULT_RESULTS_COUNT})`,
-    },
   },
   load: () => import('../actions/events.js'),
 });

@@ -1,6 +1,6 @@
 // kvm2 results: syntax and help; actions/results.ts runs it.
 import { defineCommand } from '../options/command.js';
-import { DEFAULT_RESULTS_COUNT } from '../options/defaults.js';
+import { streamViewOptions } from './stream-options.js';
 
 export const resultsCommand = defineCommand({
   name: 'results',
@@ -14,13 +14,7 @@ export const resultsCommand = defineCommand({
   ],
   json: true,
   options: {
-    follow: { type: 'boolean', description: 'keep printing new entries until Ctrl-C' },
-    from: { type: 'string', value: 'ID', description: 'start after this stream id (0: the start)' },
-    count: {
-      type: 'string',
-      value: 'N',
-      description: `at most N entries before following (default ${DEFAULT_RESULTS_COUNT})`,
-    },
+    ...streamViewOptions('entries'),
   },
   load: () => import('../actions/results.js'),
 });

@@ -124,6 +124,32 @@ export async function readAddress(
   return undefined;
 }
 
+/** What a domain is now: libvirt's state and reason, kvm2's state, the address when running. */
+export interface LiveState {
+  readonly domainState: number;
+  readonly reason: number;
+  readonly state: InstanceState;
+  readonly address?: string | undefined;
+}
+
+/** The state and (when running) the address of a domain whose kvm2 uid is `uid`. */
+export async function readLiveState(
+  conn: LibvirtConnection,
+  dom: NonnullDomain,
+  uid: string,
+  io: Io,
+): Promise<LiveState> {
+  const { state, reason } = await conn.call(DomainGetState, { dom, flags: 0 }, io);
+  const address =
+    state === DomainState.RUNNING ? await readAddress(conn, dom, macForUid(uid), io) : undefined;
+  return {
+    domainState: state,
+    reason,
+    state: mapDomainState(state, reason, address !== undefined),
+    ...(address === undefined ? {} : { address }),
+  };
+}
+
 /** A full read: metadata, state, and (when running) the address. */
 export async function readInstance(
   conn: LibvirtConnection,
@@ -132,18 +158,8 @@ export async function readInstance(
   io: Io,
 ): Promise<Instance> {
   const meta = await requireOwned(conn, host, dom, io);
-  const { state, reason } = await conn.call(DomainGetState, { dom, flags: 0 }, io);
-  const address =
-    state === DomainState.RUNNING
-      ? await readAddress(conn, dom, macForUid(meta.uid), io)
-      : undefined;
-  return toInstance(
-    host,
-    dom.name,
-    meta,
-    mapDomainState(state, reason, address !== undefined),
-    address,
-  );
+  const live = await readLiveState(conn, dom, meta.uid, io);
+  return toInstance(host, dom.name, meta, live.state, live.address);
 }
 
 export function toInstance(

@@ -3,11 +3,11 @@
 // its address. Foreign domains are never observed: `'foreign'`, like a domain gone by the time
 // it is read (`'gone'`), tells the watcher only that there is nothing of kvm2's to report.
 import type { LibvirtConnection } from '../../libvirt/connection.js';
-import { DomainGetState, type NonnullDomain } from '../../libvirt/protocol.gen.js';
-import { formatInstanceId, macForUid } from '../core/ids.js';
-import { readAddress, readMetadata } from '../core/instance.js';
+import type { NonnullDomain } from '../../libvirt/protocol.gen.js';
+import { formatInstanceId } from '../core/ids.js';
+import { readLiveState, readMetadata } from '../core/instance.js';
 import { isNoDomain } from '../core/not-found.js';
-import { DomainState, mapDomainState, type InstanceState } from '../core/state.js';
+import { DomainState, type InstanceState } from '../core/state.js';
 
 export interface Observation {
   readonly host: string;
@@ -39,19 +39,15 @@ export async function observeDomain(
   try {
     const meta = await readMetadata(conn, dom, io);
     if (meta === null) return 'foreign';
-    const { state, reason } = await conn.call(DomainGetState, { dom, flags: 0 }, io);
-    const address =
-      state === DomainState.RUNNING
-        ? await readAddress(conn, dom, macForUid(meta.uid), io)
-        : undefined;
+    const live = await readLiveState(conn, dom, meta.uid, io);
     return {
       host,
       name: dom.name,
       instanceId: formatInstanceId(host, dom.name),
       uid: meta.uid,
-      state: mapDomainState(state, reason, address !== undefined),
-      ...(address === undefined ? {} : { address }),
-      fresh: state === DomainState.SHUTOFF && reason === SHUTOFF_UNKNOWN,
+      state: live.state,
+      ...(live.address === undefined ? {} : { address: live.address }),
+      fresh: live.domainState === DomainState.SHUTOFF && live.reason === SHUTOFF_UNKNOWN,
     };
   } catch (err) {
     if (isNoDomain(err)) return 'gone';
