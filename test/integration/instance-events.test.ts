@@ -1,13 +1,16 @@
 // Instance events (issue #18, docs/events.md) with two real `kvm2 worker` processes, real Redis,
 // the real libvirtd through sshd: one of the two watches the host (the watch lease) and
 // publishes each change of a kvm2 instance made from outside (virsh) within 2 s, exactly once;
-// a foreign domain is never published; a libvirtd restart is resynced without duplicates; and
-// when the watching worker is SIGKILLed the other takes over within the lease time and
-// publishes, from its resync, the change made while nobody watched.
+// a foreign domain is never published, nor one whose kvm2 metadata cannot be read; a libvirtd
+// restart is resynced without duplicates; and when the watching worker is SIGKILLed the other
+// takes over within the lease time and publishes, from its resync, the change made meanwhile.
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InstanceEventEntry } from '../../queues/events.js';
 import type { Kvm2Client } from '../../queues/client.js';
-import { defineEventDomain, removeEventDomain } from '../harness/domain-events.js';
+import { KVM2_XMLNS } from '../../src/provider/xml/metadata.js';
+import { defineEventDomain, removeEventDomain, uefiDomainXml } from '../harness/domain-events.js';
 import { sleep, waitUntil } from '../harness/fault-kit.js';
 import { restartLibvirtd } from '../harness/libvirtd.js';
 import { startQueueFleet, type QueueFleet } from '../harness/queue-fleet.js';
@@ -163,6 +166,36 @@ describe('instance events', () => {
     const all = await allEvents(fleet.scope.redis, fleet.scope.prefix);
     expect(all.filter((e) => e.instanceId.endsWith(`/${foreign}`))).toEqual([]);
     expect(all.length).toBeGreaterThan(0); // the instance's events are there: the reader works
+  }, 30_000);
+
+  it('a domain whose kvm2 metadata cannot be read: reported, left alone, no event, no resync loop', async () => {
+    const broken = uniqueName('kvm2-badmeta');
+    const holder = workers.find(watching);
+    const file = path.join(fleet.dir, `${broken}.xml`);
+    // kvm2's element without a uid: the metadata reader refuses it (ERR_XML_METADATA_MALFORMED).
+    await writeFile(
+      file,
+      uefiDomainXml(broken).replace(
+        '</domain>',
+        `  <metadata><kvm2:instance xmlns:kvm2='${KVM2_XMLNS}'/></metadata>\n</domain>`,
+      ),
+    );
+    await virsh(['define', file]);
+    try {
+      await virsh(['start', broken]);
+      await virsh(['destroy', broken]);
+      await sleep(WITHIN_MS);
+      const all = await allEvents(fleet.scope.redis, fleet.scope.prefix);
+      expect(all.filter((e) => e.instanceId.endsWith(`/${broken}`))).toEqual([]);
+      const reports = holder?.logs.filter(
+        (l) => String(l['during']).includes(broken) && String(l['during']).includes('not watched'),
+      );
+      expect(reports?.length).toBeGreaterThan(0);
+      // Left alone, not a failed read (which would schedule resync after resync).
+      expect(holder?.logs.some((l) => l['during'] === `domain '${broken}'`)).toBe(false);
+    } finally {
+      await removeEventDomain(broken);
+    }
   }, 30_000);
 
   it('a kvm2 domain renamed with virsh: its old name is gone, its new one appears', async () => {

@@ -159,6 +159,24 @@ export class HostWatch {
     return { lifecycleOnly: false, at: this.#heard };
   }
 
+  /**
+   * observeDomain, with kvm2 metadata that cannot be parsed said once per look and the domain
+   * left alone like a foreign one: reading it again would not mend it, and treating it as a
+   * failed read would resync the host over and over.
+   */
+  async #observe(
+    conn: LibvirtConnection,
+    dom: NonnullDomain,
+  ): Promise<Observation | 'foreign' | 'gone'> {
+    try {
+      return await observeDomain(conn, this.#o.host, dom);
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== 'ERR_XML_METADATA_MALFORMED') throw err;
+      this.#o.onError?.(err, `domain '${dom.name}': kvm2 metadata unreadable; not watched`);
+      return 'foreign';
+    }
+  }
+
   #heardSince(name: string, mark: Mark): boolean {
     const last = (mark.lifecycleOnly ? this.#lastLifecycle : this.#lastHeard).get(name) ?? 0;
     return last > mark.at;
@@ -181,8 +199,7 @@ export class HostWatch {
     mark: Mark,
   ): Promise<boolean> {
     const name = dom.name;
-    const seen =
-      cause.event === 'undefined' ? 'gone' : await observeDomain(conn, this.#o.host, dom);
+    const seen = cause.event === 'undefined' ? 'gone' : await this.#observe(conn, dom);
     if (this.#heardSince(name, mark)) return seen !== 'foreign' && seen !== 'gone';
     if (seen === 'foreign' || seen === 'gone') {
       this.#forget(name);
