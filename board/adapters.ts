@@ -3,8 +3,8 @@
 // rather than per route keeps working when a bull-board release adds a route.
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { Queue, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { redactField, redactScheduler, Scrubber } from './redaction.js';
+import type { RedisConnection } from '../queues/redis.js';
 
 /**
  * How many jobs' scrubbers an adapter keeps. The page polls every few seconds and shows at most
@@ -96,7 +96,11 @@ export interface BoardQueues {
  */
 export function createBoardQueues(
   names: readonly string[],
-  options: { readonly connection: Redis; readonly prefix: string; readonly readOnly: boolean },
+  options: {
+    readonly connection: RedisConnection;
+    readonly prefix: string;
+    readonly readOnly: boolean;
+  },
 ): BoardQueues {
   const queues = names.map(
     (name) => new Queue(name, { connection: options.connection, prefix: options.prefix }),

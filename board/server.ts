@@ -10,10 +10,14 @@ import type { AddressInfo } from 'node:net';
 import { createBullBoard } from '@bull-board/api';
 import { ExpressAdapter } from '@bull-board/express';
 import express, { type ErrorRequestHandler } from 'express';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { allQueueNames } from '../queues/names.js';
-import { createWorkerConnection, redisEndpoint, redisTarget } from '../queues/redis.js';
+import {
+  createWorkerConnection,
+  redisEndpoint,
+  redisTarget,
+  type RedisConnection,
+} from '../queues/redis.js';
 import type { Kvm2Config } from '../src/provider/config/schema.js';
 import { isLoopback, type ListenAddress } from '../src/provider/config/values.js';
 import { createBoardQueues, type BoardQueues } from './adapters.js';
@@ -104,7 +108,7 @@ async function closeServer(server: Server): Promise<void> {
   }
 }
 
-async function closeRedis(redis: Redis): Promise<void> {
+async function closeRedis(redis: RedisConnection): Promise<void> {
   await redis.quit().catch(() => redis.disconnect());
 }
 

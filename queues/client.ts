@@ -4,7 +4,6 @@
 import { randomUUID } from 'node:crypto';
 import { context, propagation } from '@opentelemetry/api';
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import {
   formatInstanceId,
   isValidName,
@@ -25,6 +24,7 @@ import {
   createProducerConnection,
   redisTarget,
   type RedisTarget,
+  type RedisConnection,
 } from './redis.js';
 import { Kvm2Error } from '../src/errors/error.js';
 import {
@@ -43,7 +43,7 @@ export { DEFAULT_JOB_OPTIONS } from './job-options.js';
 const MAX_REMEMBERED = 10_000;
 
 export interface Kvm2ClientOptions {
-  /** Redis by URL (`redis://…`), or `redis`: a URL or a Sentinel group (one of the two). */
+  /** Redis by URL (`redis://…`), or `redis`: a URL, `{ sentinel }` or `{ cluster }` (one of the two options). */
   readonly redisUrl?: string | undefined;
   readonly redis?: RedisTarget | undefined;
   /** The config's `redis.prefix`; `{kvm2}` by default. */
@@ -93,7 +93,7 @@ export function currentTraceContext(): TraceContext | undefined {
 export class Kvm2Client {
   readonly prefix: string;
   readonly #target: RedisTarget;
-  readonly #redis: Redis;
+  readonly #redis: RedisConnection;
   readonly #queues = new Map<string, Queue>();
   readonly #resultsFrom = new Map<string, string>();
   readonly #resolveZone: Kvm2ClientOptions['resolveZone'];
@@ -288,7 +288,7 @@ export class Kvm2Client {
     if (this.#closed) throw new Kvm2Error('ERR_CLIENT_CLOSED', 'client is closed');
   }
 
-  async #connection(): Promise<Redis> {
+  async #connection(): Promise<RedisConnection> {
     await connectProducer(this.#redis, this.#target);
     return this.#redis;
   }

@@ -3,12 +3,12 @@
 // generation. generations.ts explains the order and what a crash at each step leaves.
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { parseInstanceId } from '../src/provider/core/ids.js';
 import { DEFAULT_JOB_OPTIONS } from './job-options.js';
 import { allocateGeneration, commitGeneration } from './generations.js';
 import { hostQueueName } from './names.js';
 import { validateJob, type JobData, type TraceContext } from './registry.js';
+import type { RedisConnection } from './redis.js';
 
 export interface EnqueuedDelete {
   readonly jobId: string;
@@ -35,7 +35,7 @@ export function deleteData(id: string, traceContext?: TraceContext): JobData<'de
  * that count was read: undefined, and nothing enqueued, when one was (generations.ts).
  */
 export async function enqueueDelete(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   queueFor: (name: string) => Queue,
   data: JobData<'delete'>,

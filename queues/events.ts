@@ -3,13 +3,13 @@
 // the host's watcher sees it. Published once per change by a script that diffs against the
 // last published state (a hash per host) and checks the publisher still holds the host's watch
 // lease. Events are not jobs: they never enter BullMQ.
-import type { Redis } from 'ioredis';
 import { formatInstanceId } from '../src/provider/core/ids.js';
 import type { InstanceState } from '../src/provider/core/state.js';
 import type { HostChange } from '../src/provider/operations/watch-host.js';
 import { instanceStateKey, resultsKey } from './names.js';
 import { RESULTS_MAX_LEN } from './results.js';
 import { LuaScript } from './script.js';
+import type { RedisConnection } from './redis.js';
 
 /** An instance that no longer exists (undefined: deleted by kvm2 or by hand). */
 export type EventState = InstanceState | 'gone';
@@ -50,7 +50,7 @@ function stateValue(uid: string, state: InstanceState, address: string | undefin
  * host's watch lease) is still held with its token.
  */
 export async function publishInstanceChange(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   lease: { readonly redisKey: string; readonly token: string },
   change: HostChange,
@@ -90,7 +90,7 @@ export async function publishInstanceChange(
 
 /** The names of a host's instances whose last published state is not `gone`. */
 export async function publishedInstances(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   host: string,
 ): Promise<string[]> {

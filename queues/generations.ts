@@ -29,7 +29,6 @@
 // BullMQ deduplication and reused job ids are never used to order commands; the reused job id
 // in the repeat path only makes "add the same command twice" idempotent.
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import {
   createKey,
   generationKey,
@@ -39,6 +38,7 @@ import {
   resultsKey,
 } from './names.js';
 import { LuaScript } from './script.js';
+import type { RedisConnection } from './redis.js';
 
 export const CREATE_RESERVATION_TTL_S = 7 * 24 * 3600;
 /** Longer than any job lives (attempts × backoff, retention): a counter never restarts under one. */
@@ -80,7 +80,7 @@ export function requestDigest(request: Readonly<Record<string, unknown>>): strin
 
 /** Step 1 for a create: reserve (or find) the uid's job id and generation. */
 export async function reserveCreate(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   args: {
     readonly instanceId: string;
@@ -123,7 +123,7 @@ export async function reserveCreate(
  * otherwise, and nothing is allocated.
  */
 export async function allocateGeneration(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   instanceId: string,
   unrequestedSince?: number,
@@ -150,7 +150,7 @@ export async function allocateGeneration(
  * read gets a higher place in the order. Counts, not clocks: no clock step or skew between
  * Redis servers can put a later request before it.
  */
-export async function requestCount(redis: Redis, prefix: string): Promise<number> {
+export async function requestCount(redis: RedisConnection, prefix: string): Promise<number> {
   return Number((await redis.get(requestCounterKey(prefix))) ?? '0');
 }
 
@@ -159,7 +159,7 @@ export async function requestCount(redis: Redis, prefix: string): Promise<number
  * record that `generation` has a job, and say whether a newer one already does.
  */
 export async function commitGeneration(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   instanceId: string,
   generation: number,
@@ -175,7 +175,7 @@ export async function commitGeneration(
 
 /** The highest generation of this instance that has a job; 0 when none is known. */
 export async function latestGeneration(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   instanceId: string,
 ): Promise<number> {
@@ -185,7 +185,7 @@ export async function latestGeneration(
 
 /** True when a newer create or delete of this instance has been enqueued. */
 export async function isSuperseded(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   instanceId: string,
   generation: number,
@@ -200,7 +200,7 @@ export async function isSuperseded(
  * the last request wins.
  */
 export async function createGeneration(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   uid: string,
   instanceId: string,

@@ -1,12 +1,12 @@
 // The health hash `<prefix>:health` (SPEC §8): the latest report per host, written by the
 // health jobs and read by placement and `kvm2 check`. One field per host holding the report as
 // JSON; a host without a field has not been checked yet.
-import type { Redis } from 'ioredis';
 import type { HealthReport } from '../src/provider/operations/check.js';
 import { healthKey } from './names.js';
+import type { RedisConnection } from './redis.js';
 
 export async function writeHealth(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   report: HealthReport,
 ): Promise<void> {
@@ -14,7 +14,10 @@ export async function writeHealth(
 }
 
 /** Every stored report, by host. A field that does not parse is skipped, not fatal. */
-export async function readHealth(redis: Redis, prefix: string): Promise<Map<string, HealthReport>> {
+export async function readHealth(
+  redis: RedisConnection,
+  prefix: string,
+): Promise<Map<string, HealthReport>> {
   const raw = await redis.hgetall(healthKey(prefix));
   const reports = new Map<string, HealthReport>();
   for (const [host, json] of Object.entries(raw)) {
@@ -30,7 +33,7 @@ export async function readHealth(redis: Redis, prefix: string): Promise<Map<stri
 
 /** Drops the reports of hosts no longer configured, so placement never picks one. */
 export async function pruneHealth(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   hosts: readonly string[],
 ): Promise<void> {

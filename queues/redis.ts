@@ -2,8 +2,8 @@
 // offline queue, so a command during an outage rejects at once instead of waiting for Redis
 // to come back. A worker waits: BullMQ's blocking commands need maxRetriesPerRequest null.
 import type { Socket } from 'node:net';
-import { Redis, type RedisOptions } from 'ioredis';
-import type { RedisConfig, SentinelConfig } from '../src/provider/config/schema.js';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import type { ClusterConfig, RedisConfig, SentinelConfig } from '../src/provider/config/schema.js';
 import { DEFAULT_PREFIX } from './names.js';
 import { Kvm2Error } from '../src/errors/error.js';
 
@@ -33,24 +33,38 @@ export function keyPrefix(config?: { readonly redis?: Pick<RedisConfig, 'prefix'
   return config?.redis?.prefix ?? DEFAULT_PREFIX;
 }
 
-/** Where Redis is: a redis:// URL, or a Sentinel group (the config's `redis.sentinel`). */
-export type RedisTarget = string | SentinelConfig;
+/**
+ * Where Redis is: a redis:// URL, a Sentinel group (the config's `redis.sentinel`) or a
+ * Redis Cluster (`redis.cluster`).
+ */
+export type RedisTarget =
+  string | { readonly sentinel: SentinelConfig } | { readonly cluster: ClusterConfig };
+
+/** A connection to either kind of Redis: one server (alone or behind Sentinel), or a Cluster. */
+export type RedisConnection = Redis | Cluster;
 
 const DEFAULT_URL = 'redis://127.0.0.1:6379';
 
-/** The configuration's Redis: its Sentinel group, else its URL. */
-export function redisTarget(redis: Pick<RedisConfig, 'url' | 'sentinel'>): RedisTarget {
-  return redis.sentinel ?? redis.url ?? DEFAULT_URL;
+/** The configuration's Redis: its Sentinel group or Cluster, else its URL. */
+export function redisTarget(redis: Pick<RedisConfig, 'url' | 'sentinel' | 'cluster'>): RedisTarget {
+  if (redis.sentinel !== undefined) return { sentinel: redis.sentinel };
+  if (redis.cluster !== undefined) return { cluster: redis.cluster };
+  return redis.url ?? DEFAULT_URL;
 }
 
+const nodeList = (nodes: readonly { host: string; port: number }[]): string =>
+  nodes
+    .map((n) => (n.host.includes(':') ? `[${n.host}]:${n.port}` : `${n.host}:${n.port}`))
+    .join(', ');
+
 /**
- * `host:port` of a Redis URL, or a Sentinel group's master name and sentinels, for messages:
- * never a URL itself or a password.
+ * `host:port` of a Redis URL, a Sentinel group's master name and sentinels, or a Cluster's
+ * nodes, for messages: never a URL itself or a password.
  */
 export function redisEndpoint(target: RedisTarget): string {
   if (typeof target !== 'string') {
-    const nodes = target.nodes.map((n) => `${n.host}:${n.port}`).join(', ');
-    return `sentinel master '${target.name}' (${nodes})`;
+    if ('cluster' in target) return `redis cluster (${nodeList(target.cluster.nodes)})`;
+    return `sentinel master '${target.sentinel.name}' (${nodeList(target.sentinel.nodes)})`;
   }
   try {
     const u = new URL(target);
@@ -69,21 +83,57 @@ function reconnectOnReadonly(err: Error): 2 | false {
   return err.message.startsWith('READONLY') ? 2 : false;
 }
 
-function newRedis(target: RedisTarget, options: RedisOptions): Redis {
+function credentials(
+  c: Pick<SentinelConfig, 'username' | 'password'>,
+): Pick<RedisOptions, 'username' | 'password'> {
+  return {
+    ...(c.username === undefined ? {} : { username: c.username }),
+    ...(c.password === undefined ? {} : { password: c.password }),
+  };
+}
+
+function newRedis(target: RedisTarget, options: RedisOptions): RedisConnection {
   if (typeof target === 'string') return new Redis(target, options);
+  if ('cluster' in target) return newCluster(target.cluster, options);
+  const sentinel = target.sentinel;
   return new Redis({
     ...options,
-    sentinels: target.nodes.map(({ host, port }) => ({ host, port })),
-    name: target.name,
-    db: target.db,
-    ...(target.username === undefined ? {} : { username: target.username }),
-    ...(target.password === undefined ? {} : { password: target.password }),
-    ...(target.sentinelPassword === undefined ? {} : { sentinelPassword: target.sentinelPassword }),
-    ...(target.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
+    sentinels: sentinel.nodes.map(({ host, port }) => ({ host, port })),
+    name: sentinel.name,
+    db: sentinel.db,
+    ...credentials(sentinel),
+    ...(sentinel.sentinelPassword === undefined
+      ? {}
+      : { sentinelPassword: sentinel.sentinelPassword }),
+    ...(sentinel.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
     // Told by the sentinels of a new master at once, not at the next failed command.
     failoverDetector: true,
     reconnectOnError: reconnectOnReadonly,
   });
+}
+
+/**
+ * A Cluster client: the per-node options are those a single connection would get; the queue
+ * of commands while the client (re)learns the slots and the dial timeout are the cluster's
+ * own. A command sent to a master that just lost its slots is redirected (MOVED) and the slot
+ * table refreshed; one sent while a failover is being agreed (CLUSTERDOWN, TRYAGAIN) is tried
+ * again after a short delay, as ioredis does.
+ */
+function newCluster(cluster: ClusterConfig, options: RedisOptions): Cluster {
+  const { enableOfflineQueue, lazyConnect, retryStrategy, ...perNode } = options;
+  const clusterOptions: ClusterOptions = {
+    redisOptions: { ...perNode, ...credentials(cluster), ...(cluster.tls ? { tls: {} } : {}) },
+    ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
+    ...(lazyConnect === undefined ? {} : { lazyConnect }),
+    clusterRetryStrategy: (times) => retryStrategy?.(times) ?? reconnectBackoff(times),
+    retryDelayOnFailover: 200,
+    retryDelayOnClusterDown: 200,
+    retryDelayOnTryAgain: 200,
+  };
+  return new Cluster(
+    cluster.nodes.map(({ host, port }) => ({ host, port })),
+    clusterOptions,
+  );
 }
 
 const coalesced = new WeakSet<object>();
@@ -97,7 +147,12 @@ const coalesced = new WeakSet<object>();
  * building the command (bench/queue: writes per job 8.1 → 3.8). A lone command waits for
  * nothing but the rest of its own turn.
  */
-export function coalesceWrites(redis: Redis): Redis {
+export function coalesceWrites<C extends RedisConnection>(redis: C): C {
+  if (redis instanceof Cluster) {
+    // Each node's connection, as the cluster makes it.
+    redis.on('+node', (node: Redis) => coalesceWrites(node));
+    return redis;
+  }
   const patch = (): void => {
     const socket = redis.stream as Socket | undefined;
     if (socket === undefined || coalesced.has(socket)) return;
@@ -122,13 +177,21 @@ export function coalesceWrites(redis: Redis): Redis {
 }
 
 /** A producer connection, not yet connected (see connectProducer). */
-export function createProducerConnection(target: RedisTarget): Redis {
+export function createProducerConnection(target: RedisTarget): RedisConnection {
   return coalesceWrites(newRedis(target, { ...producerRedisOptions }));
 }
 
 /** A worker connection, for BullMQ Workers and blocking reads. */
-export function createWorkerConnection(target: RedisTarget): Redis {
+export function createWorkerConnection(target: RedisTarget): RedisConnection {
   return coalesceWrites(newRedis(target, { ...workerRedisOptions }));
+}
+
+/** Another connection to the same Redis, with these options changed (its own socket). */
+export function duplicateConnection(
+  redis: RedisConnection,
+  options: Pick<RedisOptions, 'lazyConnect' | 'enableOfflineQueue'>,
+): RedisConnection {
+  return redis instanceof Cluster ? redis.duplicate(undefined, options) : redis.duplicate(options);
 }
 
 function unavailable(target: RedisTarget, cause: unknown): Kvm2Error {
@@ -142,14 +205,14 @@ function unavailable(target: RedisTarget, cause: unknown): Kvm2Error {
 
 // The first dial of each producer connection, while it is under way: calls made meanwhile (an
 // app firing many at once on a new client) wait for it rather than fail.
-const dialling = new WeakMap<Redis, Promise<void>>();
+const dialling = new WeakMap<RedisConnection, Promise<void>>();
 
 /**
  * Resolves once the connection is ready. The first call dials (bounded by connectTimeout), and
  * calls made during that dial wait for it; while ioredis reconnects after an outage, callers get
  * ERR_REDIS_UNAVAILABLE at once.
  */
-export function connectProducer(redis: Redis, target: RedisTarget): Promise<void> {
+export function connectProducer(redis: RedisConnection, target: RedisTarget): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   const pending = dialling.get(redis);
   if (pending !== undefined) return pending;

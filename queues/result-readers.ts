@@ -1,11 +1,10 @@
 // Reading the results stream: consumer groups for upstream applications (each result once per
 // group, acknowledged when handled), and waitFor, which finds one job's final result without a
 // group (docs/results.md).
-import type { Redis } from 'ioredis';
 import { Kvm2Error } from '../src/errors/error.js';
 import { parseInstanceEvent, type InstanceEventEntry } from './events.js';
 import { resultsKey } from './names.js';
-import { isRedisOffline } from './redis.js';
+import { duplicateConnection, isRedisOffline, type RedisConnection } from './redis.js';
 import { FINAL_OUTCOMES, RESULTS_MAX_LEN, parseResult, type ResultEntry } from './results.js';
 
 type StreamEntries = [id: string, fields: string[]][];
@@ -28,7 +27,7 @@ export function parseStreamEntry(
  * (default) delivers only results appended from now on; '0' the whole retained stream.
  */
 export async function ensureResultsGroup(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   group: string,
   startId: '$' | '0' | (string & {}) = '$',
@@ -60,7 +59,7 @@ export interface ReadResultsOptions {
  * its connection: give it one of its own.
  */
 export function readResults(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   options: ReadResultsOptions,
 ): Promise<ResultEntry[]> {
@@ -72,7 +71,7 @@ export function readResults(
  * by `type`. Acknowledge each with ackResults once handled.
  */
 export function readStream(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   options: ReadResultsOptions,
 ): Promise<StreamEntry[]> {
@@ -85,7 +84,7 @@ export function readStream(
  * would stay pending in it forever.
  */
 async function readParsed<T>(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   options: ReadResultsOptions,
   parse: (streamId: string, fields: string[]) => T | undefined,
@@ -102,7 +101,7 @@ async function readParsed<T>(
 }
 
 async function readGroup(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   options: ReadResultsOptions,
 ): Promise<StreamEntries> {
@@ -138,7 +137,7 @@ async function readGroup(
 
 /** XACK: these results are handled and will not be delivered to this group again. */
 export async function ackResults(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   group: string,
   streamIds: readonly string[],
@@ -148,7 +147,7 @@ export async function ackResults(
 }
 
 /** The id of the newest result, '0-0' when the stream is empty or missing. */
-export async function lastResultId(redis: Redis, prefix: string): Promise<string> {
+export async function lastResultId(redis: RedisConnection, prefix: string): Promise<string> {
   const newest = await redis.xrevrange(resultsKey(prefix), '+', '-', 'COUNT', 1);
   return newest[0]?.[0] ?? '0-0';
 }
@@ -169,7 +168,7 @@ const BLOCK_SLICE_MS = 5_000;
 const OUTAGE_RETRY_MS = 250;
 
 async function findBackwards(
-  conn: Redis,
+  conn: RedisConnection,
   key: string,
   jobId: string,
   before: string,
@@ -200,7 +199,7 @@ async function findBackwards(
  * back through the stream, from a position taken before the look, then reads forward from it.
  */
 export async function waitForResult(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   jobId: string,
   options: WaitForResultOptions = {},
@@ -208,7 +207,7 @@ export async function waitForResult(
   const { signal, timeoutMs } = options;
   signal?.throwIfAborted();
   const key = resultsKey(prefix);
-  const conn = redis.duplicate({ lazyConnect: true, enableOfflineQueue: false });
+  const conn = duplicateConnection(redis, { lazyConnect: true, enableOfflineQueue: false });
   conn.on('error', () => {
     // Reported through the command that fails; ioredis would print unhandled ones.
   });

@@ -2,11 +2,11 @@
 // (docs/results.md) and how an entry is written and parsed. Reading it (consumer groups,
 // waitFor) is result-readers.ts. Messages here come from kvm2's errors, which never carry
 // user-data.
-import type { Redis } from 'ioredis';
 import type { ErrorKind } from '../src/errors/kind.js';
 import { resultsKey } from './names.js';
 import { LuaScript } from './script.js';
 import { type JobName, type TraceContext } from './registry.js';
+import type { RedisConnection } from './redis.js';
 
 export const RESULT_OUTCOMES = ['succeeded', 'failed', 'retrying', 'superseded'] as const;
 export type ResultOutcome = (typeof RESULT_OUTCOMES)[number];
@@ -74,7 +74,7 @@ const RELEASE_AND_APPEND = LuaScript.load('append-result-releasing');
  * it still holds `lock.token`): a worker's commonest pair of writes, done as one.
  */
 export async function appendResultReleasing(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   result: JobResult,
   lock: { readonly redisKey: string; readonly token: string },
@@ -89,7 +89,7 @@ export async function appendResultReleasing(
 
 /** Appends one result; returns its stream id. */
 export async function appendResult(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   result: JobResult,
   options: { readonly maxLen?: number } = {},

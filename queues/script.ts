@@ -8,7 +8,7 @@
 // Each part is included once, however many times it is named.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './redis.js';
 
 /** Where the .lua files are: beside this module (the build copies them into its output). */
 const LUA_DIR = new URL('./lua/', import.meta.url);
@@ -27,7 +27,7 @@ export class LuaScript {
   }
 
   async run(
-    redis: Redis,
+    redis: RedisConnection,
     keys: readonly string[],
     args: readonly (string | number)[],
   ): Promise<unknown> {

@@ -4,12 +4,16 @@
 // workers/process.ts adds signals and the HTTP endpoints around it.
 import { trace, type Tracer } from '@opentelemetry/api';
 import { Queue, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { pruneHealth } from '../queues/health.js';
 import { RETENTION } from '../queues/job-options.js';
 import { GC_QUEUE, HEALTH_QUEUE, hostQueueName } from '../queues/names.js';
-import { createWorkerConnection, redisEndpoint, redisTarget } from '../queues/redis.js';
+import {
+  createWorkerConnection,
+  redisEndpoint,
+  redisTarget,
+  type RedisConnection,
+} from '../queues/redis.js';
 import type { JobName } from '../queues/registry.js';
 import { appendResult } from '../queues/results.js';
 import type { Kvm2Config } from '../src/provider/config/schema.js';
@@ -215,7 +219,7 @@ export async function startWorker(
  * it failed (SPEC §8: every attempt's outcome is on the stream).
  */
 function reportStalledOut(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   logger: Logger,
   job: Job,
@@ -257,7 +261,7 @@ async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
 async function scheduleHealth(
   config: Kvm2Config,
   queue: Queue,
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
 ): Promise<void> {
   const names = config.hosts.map((h) => h.name);
@@ -285,15 +289,15 @@ async function scheduleHealth(
   await pruneHealth(redis, prefix, names);
 }
 
-/** SPEC §8: Redis must not evict BullMQ's keys; say so at start when it might. */
-async function warnUnlessNoEviction(redis: Redis, logger: Logger): Promise<void> {
+/** SPEC §8: RedisConnection must not evict BullMQ's keys; say so at start when it might. */
+async function warnUnlessNoEviction(redis: RedisConnection, logger: Logger): Promise<void> {
   try {
     const reply = (await redis.config('GET', 'maxmemory-policy')) as string[];
     const policy = reply[1];
     if (policy !== 'noeviction') {
       logger.warn(
         { policy },
-        `redis maxmemory-policy is '${policy ?? 'unknown'}', not 'noeviction': Redis may evict job keys under memory pressure`,
+        `redis maxmemory-policy is '${policy ?? 'unknown'}', not 'noeviction': RedisConnection may evict job keys under memory pressure`,
       );
     }
   } catch (err) {

@@ -2,9 +2,13 @@
 // `<prefix>:results` (results and instance events share it, docs/events.md) without a consumer
 // group, so reading changes nothing for upstream consumers: the newest N entries of the kind, or
 // N after a stream id, then with --follow every new one (XREAD BLOCK) until Ctrl-C.
-import type { Redis } from 'ioredis';
 import { resultsKey } from '../../queues/names.js';
-import { connectProducer, createProducerConnection, redisTarget } from '../../queues/redis.js';
+import {
+  connectProducer,
+  createProducerConnection,
+  redisTarget,
+  type RedisConnection,
+} from '../../queues/redis.js';
 import type { ParsedArgs } from '../options/args.js';
 import { loadCliConfig } from '../options/config.js';
 import { DEFAULT_RESULTS_COUNT } from '../options/defaults.js';
@@ -34,7 +38,7 @@ function parseAll<T>(view: StreamView<T>, page: Entries): T[] {
 
 /** The newest `count` entries of the kind (paging back), or `count` after `from`. */
 async function backlog<T>(
-  redis: Redis,
+  redis: RedisConnection,
   key: string,
   view: StreamView<T>,
   from: string | undefined,

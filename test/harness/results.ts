@@ -1,11 +1,11 @@
 // The whole results stream as the tests read it back (XRANGE, no consumer group): results, and
 // instance events.
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../../queues/redis.js';
 import { resultsKey } from '../../queues/names.js';
 import { parseInstanceEvent, type InstanceEventEntry } from '../../queues/events.js';
 import { parseResult, type ResultEntry } from '../../queues/results.js';
 
-export async function allResults(redis: Redis, prefix: string): Promise<ResultEntry[]> {
+export async function allResults(redis: RedisConnection, prefix: string): Promise<ResultEntry[]> {
   const entries = (await redis.xrange(resultsKey(prefix), '-', '+')) as [string, string[]][];
   return entries.flatMap(([id, fields]) => {
     const parsed = parseResult(id, fields);
@@ -14,7 +14,7 @@ export async function allResults(redis: Redis, prefix: string): Promise<ResultEn
 }
 
 export async function resultsOfJob(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   jobId: string,
 ): Promise<ResultEntry[]> {
@@ -22,14 +22,17 @@ export async function resultsOfJob(
 }
 
 /** Every instance event on the stream (docs/events.md), oldest first. */
-export async function allEvents(redis: Redis, prefix: string): Promise<InstanceEventEntry[]> {
+export async function allEvents(
+  redis: RedisConnection,
+  prefix: string,
+): Promise<InstanceEventEntry[]> {
   const entries = (await redis.xrange(resultsKey(prefix), '-', '+')) as [string, string[]][];
   return entries.flatMap(([id, fields]) => parseInstanceEvent(id, fields) ?? []);
 }
 
 /** One instance's events, oldest first. */
 export async function eventsOf(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   instanceId: string,
 ): Promise<InstanceEventEntry[]> {
@@ -41,7 +44,7 @@ export async function eventsOf(
  * the stream every 50 ms; fails after `withinMs` with the events seen.
  */
 export async function nextEvent(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   instanceId: string,
   after: number,

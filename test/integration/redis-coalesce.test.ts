@@ -57,7 +57,7 @@ it('sends the commands of one turn in one write, where a plain connection makes 
   // Each write completes at once on an idle loopback socket; under pressure Node may batch some.
   expect(plainWrites.n).toBeGreaterThan(10);
 
-  const coalesced = open(createWorkerConnection(REDIS_URL));
+  const coalesced = open(createWorkerConnection(REDIS_URL) as Redis);
   await coalesced.ping();
   const writes = countWrites(coalesced);
   expect(await burst(coalesced, `${scope.prefix}:coalesced`)).toEqual(oneToFifty);
@@ -71,7 +71,7 @@ it('sends the commands of one turn in one write, where a plain connection makes 
 });
 
 it('coalesces on the socket ioredis re-dials after the connection is killed', async () => {
-  const redis = open(createWorkerConnection(REDIS_URL));
+  const redis = open(createWorkerConnection(REDIS_URL) as Redis);
   await redis.client('SETNAME', 'kvm2-coalesce-test');
   const first = redis.stream;
   const id = await redis.client('ID');

@@ -68,7 +68,42 @@ describe('errors name their path', () => {
       withHost({
         redis: { url: 'redis://r:6379', sentinel: { name: 'm', nodes: ['10.0.0.5:26379'] } },
       }),
-      'kvm2.redis.sentinel: give redis.url or redis.sentinel, not both',
+      'kvm2.redis.sentinel: give one of redis.url, redis.sentinel and redis.cluster, not redis.url and redis.sentinel',
+    ],
+    [
+      'both redis.sentinel and redis.cluster',
+      withHost({
+        redis: {
+          sentinel: { name: 'm', nodes: ['10.0.0.5:26379'] },
+          cluster: { nodes: ['10.0.0.5:7000'] },
+        },
+      }),
+      'kvm2.redis.cluster: give one of redis.url, redis.sentinel and redis.cluster, not redis.sentinel and redis.cluster',
+    ],
+    [
+      'a cluster without nodes',
+      withHost({ redis: { cluster: { nodes: [] } } }),
+      'kvm2.redis.cluster.nodes: must name at least one node',
+    ],
+    [
+      'a cluster node that is not host:port',
+      withHost({ redis: { cluster: { nodes: ['10.0.0.5:7000', 'redis://10.0.0.6:7000'] } } }),
+      'kvm2.redis.cluster.nodes[1]: expected host:port (e.g. 10.0.0.5:26379, [::1]:26379), got "redis://10.0.0.6:7000"',
+    ],
+    [
+      'a prefix without a hash tag on Redis Cluster',
+      withHost({ redis: { cluster: { nodes: ['10.0.0.5:7000'] }, prefix: 'kvm2' } }),
+      'kvm2.redis.prefix: on Redis Cluster the prefix must hold a {hash tag} (e.g. "{kvm2}") so every key lands in one slot, got "kvm2"',
+    ],
+    [
+      'a prefix whose first braces are empty on Redis Cluster',
+      withHost({ redis: { cluster: { nodes: ['10.0.0.5:7000'] }, prefix: 'a{}{kvm2}' } }),
+      'kvm2.redis.prefix: on Redis Cluster the prefix must hold a {hash tag} (e.g. "{kvm2}") so every key lands in one slot, got "a{}{kvm2}"',
+    ],
+    [
+      'an empty cluster password',
+      withHost({ redis: { cluster: { nodes: ['10.0.0.5:7000'], password: '' } } }),
+      'kvm2.redis.cluster.password: must not be empty',
     ],
     [
       'a sentinel group without nodes',

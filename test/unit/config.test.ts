@@ -256,6 +256,27 @@ describe('redis.sentinel', () => {
   });
 });
 
+describe('redis.cluster', () => {
+  it('takes Cluster nodes instead of a URL, with the default hash-tagged prefix or one given', () => {
+    const config = parseConfig(
+      withHost({ redis: { cluster: { nodes: ['10.0.0.5:7000', '10.0.0.6:7000'] } } }),
+    );
+    expect(config.redis.url).toBeUndefined();
+    expect(config.redis.cluster).toEqual({
+      nodes: [
+        { host: '10.0.0.5', port: 7000 },
+        { host: '10.0.0.6', port: 7000 },
+      ],
+      tls: false,
+    });
+    expect(config.redis.prefix).toBe('{kvm2}');
+    const tagged = parseConfig(
+      withHost({ redis: { cluster: { nodes: ['10.0.0.5:7000'] }, prefix: 'prod{kvm2}' } }),
+    );
+    expect(tagged.redis.prefix).toBe('prod{kvm2}');
+  });
+});
+
 describe('local image files', () => {
   it('takes a file:/// URL or an absolute path, and writes both as the same file URL', () => {
     const config = parseConfig(

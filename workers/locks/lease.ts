@@ -1,9 +1,9 @@
 // A held Redis lock. It renews itself every ttl/3 until released; when renewal finds the key
 // gone or someone else's, or Redis stays unreachable until the TTL we last set has run out, the
 // lease is lost and its signal fires with a LockLostError.
-import type { Redis } from 'ioredis';
 import { LockLostError, type LockLossReason } from './lock-lost-error.js';
 import { RELEASE_SCRIPT, RENEW_SCRIPT } from './scripts.js';
+import type { RedisConnection } from '../../queues/redis.js';
 
 export interface Lease {
   /** The key as the caller named it (an instance id, a host+image fill). */
@@ -52,7 +52,7 @@ export class RedisLease implements Lease {
    * a loss aborts (a job run's, shared: workers/run/cancellation.ts); the lease's own by default.
    */
   constructor(
-    private readonly client: Redis,
+    private readonly client: RedisConnection,
     readonly key: string,
     private readonly redisKey: string,
     private readonly token: string,

@@ -3,17 +3,17 @@
 // The worker calls tryAcquire and delays a job whose key is busy; the provider takes its locks
 // through withLock (KeyedLocks), which waits by polling with jittered backoff. See docs/locks.md.
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import type { KeyedLocks } from '../../src/provider/core/keyed-locks.js';
 import { linkSignals, sleep } from './abort.js';
 import { RedisLease, type Lease } from './lease.js';
+import type { RedisConnection } from '../../queues/redis.js';
 
 export type { Lease } from './lease.js';
 export { LockLostError, type LockLossReason } from './lock-lost-error.js';
 
 export interface RedisLocksOptions {
   /** The connection to use; the caller owns it (RedisLocks never closes it). */
-  readonly client: Redis;
+  readonly client: RedisConnection;
   /** Keys are `<prefix>:lock:<key>`. */
   readonly prefix?: string | undefined;
   /** How long a lock outlives its holder's last renewal; renewed every ttlMs/3. */
@@ -40,7 +40,7 @@ export interface AcquireOptions {
 }
 
 export class RedisLocks implements KeyedLocks {
-  private readonly client: Redis;
+  private readonly client: RedisConnection;
   private readonly prefix: string;
   readonly ttlMs: number;
   private readonly pollMinMs: number;

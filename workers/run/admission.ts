@@ -3,12 +3,12 @@
 // latest take the instance lock. The commit is the producer's own (the include both scripts
 // share); done together the three steps cost one round trip instead of three on the busiest
 // path of a worker (bench/queue).
-import type { Redis } from 'ioredis';
 import { GENERATION_TTL_S } from '../../queues/generations.js';
 import { createKey, latestGenerationKey } from '../../queues/names.js';
 import { LuaScript } from '../../queues/script.js';
 import { instanceLockName } from '../../src/provider/core/ids.js';
 import type { Lease, RedisLocks } from '../locks/redis-locks.js';
+import type { RedisConnection } from '../../queues/redis.js';
 
 const BEGIN = LuaScript.load('begin-job');
 
@@ -27,7 +27,7 @@ export interface BeginArgs {
 
 /** `run`: the job run's controller, which the lease aborts when the lock is lost. */
 export async function beginInstanceJob(
-  redis: Redis,
+  redis: RedisConnection,
   locks: RedisLocks,
   args: BeginArgs,
   run: AbortController,

@@ -2,20 +2,20 @@
 // (job-run.ts): the provider, Redis, the locks, telemetry, metrics, the runs in progress.
 import type { Tracer } from '@opentelemetry/api';
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Kvm2Config } from '../../src/provider/config/schema.js';
 import type { Provider } from '../../src/provider/provider.js';
 import type { RedisLocks } from '../locks/redis-locks.js';
 import type { WorkerMetrics } from './metrics.js';
 import type { JobRuns } from './cancellation.js';
+import type { RedisConnection } from '../../queues/redis.js';
 
 export interface WorkerServices {
   readonly config: Kvm2Config;
   readonly prefix: string;
   readonly provider: Provider;
   /** Commands: results, generations, the health hash, locks. Never a blocking read. */
-  readonly redis: Redis;
+  readonly redis: RedisConnection;
   /** Instance and image locks; each job run wraps them in its own JobLocks. */
   readonly locks: RedisLocks;
   readonly logger: Logger;

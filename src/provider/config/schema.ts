@@ -297,6 +297,23 @@ const sentinel = z.strictObject({
   db: z.number().int('must be a whole number').min(0, 'must be 0 or more').default(0),
 });
 
+/** Redis Cluster: any of its nodes; the client learns the rest and the slots from them. */
+const cluster = z.strictObject({
+  nodes: z.array(endpoint).min(1, 'must name at least one node'),
+  /** Every node's (ACL user and) password; messages never echo them. */
+  username: secret.optional(),
+  password: secret.optional(),
+  /** TLS to every node. */
+  tls: z.boolean().default(false),
+});
+
+/**
+ * The slot of a key is that of its first `{…}` with something inside (Redis Cluster's hash
+ * tag); every kvm2 and BullMQ key starts with the prefix, so a prefix with one puts them all in
+ * one slot, which every Lua script of both needs.
+ */
+const HASH_TAG = /^[^{]*\{[^}]+\}/;
+
 const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
 const redis = z
@@ -309,21 +326,33 @@ const redis = z
       })
       .optional(),
     sentinel: sentinel.optional(),
+    cluster: cluster.optional(),
     // Hash-tagged so every kvm2 key lands in one Redis Cluster slot (BullMQ needs that).
     prefix: z.string().regex(/^\S+$/, 'must not be empty or contain whitespace').default('{kvm2}'),
   })
   .superRefine((r, ctx) => {
-    if (r.url !== undefined && r.sentinel !== undefined) {
+    const given = (['url', 'sentinel', 'cluster'] as const).filter((k) => r[k] !== undefined);
+    if (given.length > 1) {
       ctx.addIssue({
         code: 'custom',
-        path: ['sentinel'],
-        message: 'give redis.url or redis.sentinel, not both',
+        path: [given[1] ?? 'url'],
+        message: `give one of redis.url, redis.sentinel and redis.cluster, not ${given.map((k) => `redis.${k}`).join(' and ')}`,
+      });
+    }
+    if (r.cluster !== undefined && !HASH_TAG.test(r.prefix)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['prefix'],
+        message: `on Redis Cluster the prefix must hold a {hash tag} (e.g. "{kvm2}") so every key lands in one slot, got ${JSON.stringify(r.prefix)}`,
       });
     }
   })
   .transform((r) => ({
     ...r,
-    url: r.sentinel === undefined ? (r.url ?? DEFAULT_REDIS_URL) : undefined,
+    url:
+      r.sentinel === undefined && r.cluster === undefined
+        ? (r.url ?? DEFAULT_REDIS_URL)
+        : undefined,
   }));
 
 export const configSchema = z.strictObject({
@@ -353,6 +382,7 @@ export type BoardConfig = Kvm2Config['board'];
 export type WorkerConfig = Kvm2Config['worker'];
 export type RedisConfig = Kvm2Config['redis'];
 export type SentinelConfig = NonNullable<RedisConfig['sentinel']>;
+export type ClusterConfig = NonNullable<RedisConfig['cluster']>;
 export type EventsConfig = Kvm2Config['events'];
 
 /** Where `npm run setup` installs the demo image the embedded default names. */
