@@ -21,6 +21,8 @@ PACKAGES=(
   # validates docker-compose.yml (no Docker engine runs here)
   docker-compose
   procps
+  # the test hosts of their own: namespaces (unshare, nsenter) and their bridges (ip)
+  util-linux iproute2
   # unpacks libvirt's Debian source package (its .x protocol files) for the generator's check
   dpkg-dev xz-utils
 )

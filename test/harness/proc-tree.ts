@@ -33,3 +33,11 @@ export function signal(pid: number, sig: NodeJS.Signals): void {
     // already gone
   }
 }
+
+/** CPU time (user + system) `pid` has used so far, in ms (from /proc/PID/stat, 100 ticks/s). */
+export async function cpuMs(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime are fields 14 and 15 of stat, 12 and 13 after the state.
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}

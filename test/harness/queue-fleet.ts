@@ -3,11 +3,9 @@
 // firmware; no guest boots, so creates ask not to wait for an address), a fresh Redis prefix,
 // and a config file for worker processes. cleanup() removes every domain and volume whose name
 // starts with the fleet's name prefix, the base image its image filled, and the rest.
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { Kvm2Client } from '../../queues/client.js';
 import { parseConfig } from '../../src/provider/config/load.js';
 import type { Kvm2Config } from '../../src/provider/config/schema.js';
@@ -16,9 +14,8 @@ import { isolatedNetwork, poolVolumes, type TestNetwork } from './libvirt-object
 import { redisScope, type RedisScope } from './redis.js';
 import { startSshd, type Sshd } from './sshd.js';
 import { testHost } from './test-host.js';
+import { tinyImage } from './tiny-image.js';
 import { virsh } from './virsh.js';
-
-const run = promisify(execFile);
 
 export interface QueueFleet {
   readonly sshd: Sshd;
@@ -46,11 +43,7 @@ export interface QueueFleet {
 
 export async function startQueueFleet(label: string): Promise<QueueFleet> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `kvm2-${label}-`));
-  const image = path.join(dir, 'tiny.qcow2');
-  // A size of its own gives each fleet's image its own digest, so its own base volume.
-  const sizeKiB = 65_536 + 64 * Math.floor(Math.random() * 10_000);
-  await run('qemu-img', ['create', '-q', '-f', 'qcow2', image, `${sizeKiB}K`]);
-  const sha256 = (await run('sha256sum', [image])).stdout.split(' ')[0] ?? '';
+  const { path: image, sha256 } = await tinyImage(dir);
   const sshd = await startSshd();
   const net = await isolatedNetwork(`kvm2-${label}`);
   const images = await startImageServer();

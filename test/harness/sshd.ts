@@ -62,6 +62,10 @@ export interface Sshd {
   /** How many SSH sessions (connection processes) are alive. */
   sessionCount(): Promise<number>;
   restart(): Promise<void>;
+  /** Stops the daemon and its sessions (the port refuses connections); `up` starts it again. */
+  down(): Promise<void>;
+  /** Starts the daemon again on the same port, with the same keys. */
+  up(): Promise<void>;
   /** Kills sshd and its sessions, waits for them, removes the temporary directory. */
   stop(): Promise<void>;
 }
@@ -171,6 +175,14 @@ class SshdProcess implements Sshd {
   async restart(): Promise<void> {
     await this.kill();
     await this.launch(false);
+  }
+
+  down(): Promise<void> {
+    return this.kill();
+  }
+
+  up(): Promise<void> {
+    return this.launch(false);
   }
 
   async stop(): Promise<void> {
