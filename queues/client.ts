@@ -12,7 +12,7 @@ import {
 } from '../src/provider/core/ids.js';
 import type { CreateRequest } from '../src/provider/core/request.js';
 import type { Kvm2Config } from '../src/provider/config/schema.js';
-import { commitGeneration, requestDigest, reserveCreate } from './generations.js';
+import { commitGeneration, requestCount, requestDigest, reserveCreate } from './generations.js';
 import { readHealth } from './health.js';
 import { deleteData, enqueueDelete } from './enqueue.js';
 import { DEFAULT_JOB_OPTIONS } from './job-options.js';
@@ -22,6 +22,7 @@ import {
   asRedisError,
   connectProducer,
   createProducerConnection,
+  redisEndpoint,
   redisTarget,
   type RedisTarget,
   type RedisConnection,
@@ -172,6 +173,7 @@ export class Kvm2Client {
         );
         await commitGeneration(redis, this.prefix, id, generation, uid);
       }
+      await this.#confirmReplicated(redis);
       this.#remember(jobId, reservation.resultsFrom);
       return { jobId, uid, id, generation };
     } catch (err) {
@@ -190,6 +192,7 @@ export class Kvm2Client {
       const queued = await enqueueDelete(redis, this.prefix, (name) => this.#queue(name), data);
       // Unconditional: always enqueued (only a delete with unrequestedSince can be turned away).
       if (queued === undefined) throw new Error(`delete of ${id} was not enqueued`);
+      await this.#confirmReplicated(redis);
       this.#remember(queued.jobId, queued.resultsFrom);
       return { jobId: queued.jobId, generation: queued.generation };
     } catch (err) {
@@ -214,8 +217,15 @@ export class Kvm2Client {
     const redis = await this.#connection();
     try {
       const from = await lastResultId(redis, this.prefix);
+      // The keep list is as of this call: a request made from here on wins over the GC.
+      const requestsBefore = await requestCount(redis, this.prefix);
       const jobId = randomUUID();
-      await this.#queue(GC_QUEUE).add('gc', data, { ...DEFAULT_JOB_OPTIONS.gc, jobId });
+      await this.#queue(GC_QUEUE).add(
+        'gc',
+        { ...data, requestsBefore },
+        { ...DEFAULT_JOB_OPTIONS.gc, jobId },
+      );
+      await this.#confirmReplicated(redis);
       this.#remember(jobId, from);
       return { jobId };
     } catch (err) {
@@ -304,6 +314,25 @@ export class Kvm2Client {
       this.#queues.set(name, queue);
     }
     return queue;
+  }
+
+  /**
+   * On Sentinel, an enqueue is confirmed once `confirmReplicas` replicas have every write this
+   * connection made (WAIT): a failover promotes a replica, and what the old master had not
+   * sent on is gone. Not confirmed in time → ERR_REDIS_UNAVAILABLE: the request may or may not
+   * survive, and sending it again is safe (a create with the same uid is the same job).
+   */
+  async #confirmReplicated(redis: RedisConnection): Promise<void> {
+    if (typeof this.#target === 'string' || !('sentinel' in this.#target)) return;
+    const { confirmReplicas, confirmTimeout } = this.#target.sentinel;
+    if (confirmReplicas === 0) return;
+    const acked = await redis.wait(confirmReplicas, confirmTimeout);
+    if (acked < confirmReplicas) {
+      throw new Kvm2Error(
+        'ERR_REDIS_UNAVAILABLE',
+        `redis at ${redisEndpoint(this.#target)} did not confirm the enqueue on ${confirmReplicas} replica(s) within ${confirmTimeout} ms (${acked} did): a failover could lose it; send it again (a create with the same uid is the same job)`,
+      );
+    }
   }
 
   #remember(jobId: string, resultsFrom: string): void {

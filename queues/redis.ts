@@ -75,12 +75,15 @@ export function redisEndpoint(target: RedisTarget): string {
 }
 
 /**
- * After a Sentinel failover the old master, now a replica, answers writes with READONLY: the
- * connection is made again (to the master the sentinels name now) and the command sent again,
- * which is safe, since a refused write did nothing (ioredis: 2 = reconnect and resend).
+ * After a Sentinel failover the old master, now a replica, answers writes with READONLY; a
+ * master run with `min-replicas-to-write` (docs/operations.md) answers NOREPLICAS while it has
+ * no replica, as the old one does from the moment its replica is promoted, and the new one
+ * until a replica has joined it. Either way the connection is made again (to the master the
+ * sentinels name now) and the command sent again, which is safe, since a refused write did
+ * nothing (ioredis: 2 = reconnect and resend).
  */
 function reconnectOnReadonly(err: Error): 2 | false {
-  return err.message.startsWith('READONLY') ? 2 : false;
+  return /^(READONLY|NOREPLICAS)/.test(err.message) ? 2 : false;
 }
 
 function credentials(
@@ -233,7 +236,7 @@ export function connectProducer(redis: RedisConnection, target: RedisTarget): Pr
 }
 
 const OFFLINE =
-  /enableOfflineQueue|Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|max retries|READONLY|LOADING|sentinels are unreachable|connection is (reconnecting|connecting|end|close)/i;
+  /enableOfflineQueue|Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|max retries|READONLY|NOREPLICAS|LOADING|sentinels are unreachable|connection is (reconnecting|connecting|end|close)/i;
 
 /**
  * True for a command that failed because Redis was away or changing hands (refused, reset,

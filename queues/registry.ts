@@ -56,6 +56,15 @@ export const jobSchemas = {
     tag: z.string().min(1, 'must not be empty').max(253, 'must be at most 253 characters'),
     keep: z.array(instanceId).max(100_000, 'must list at most 100000 ids'),
     graceMs: z.number().int('must be a whole number').nonnegative('must not be negative'),
+    /**
+     * How many requests had been made when the app asked for this GC (the client sets it): the
+     * keep list is as of then, so a request made since, before the GC began, wins too.
+     */
+    requestsBefore: z
+      .number()
+      .int('must be a whole number')
+      .nonnegative('must not be negative')
+      .optional(),
     traceContext: traceContextSchema.optional(),
   }),
   health: z.strictObject({

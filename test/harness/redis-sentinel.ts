@@ -40,8 +40,15 @@ export async function startSentinelGroup(): Promise<SentinelGroup> {
   const start = (args: string[]): void => {
     children.push(spawn('redis-server', args, { stdio: 'ignore', cwd: dir }));
   };
-  const dataArgs = (port: number): string[] =>
-    redisServerArgs(port, fs.mkdtempSync(path.join(dir, `data-${port}-`)));
+  // As docs/operations.md asks of a Sentinel group: a master without a replica refuses writes,
+  // so the old master takes none once its replica is promoted (they would be lost).
+  const dataArgs = (port: number): string[] => [
+    ...redisServerArgs(port, fs.mkdtempSync(path.join(dir, `data-${port}-`))),
+    '--min-replicas-to-write',
+    '1',
+    '--min-replicas-max-lag',
+    '5',
+  ];
   try {
     const [masterPort, replicaPort] = [await freePort(), await freePort()];
     start(dataArgs(masterPort));
@@ -98,6 +105,19 @@ export async function startSentinelGroup(): Promise<SentinelGroup> {
       },
       async failover() {
         const before = await master();
+        // A failover needs a replica in sync; after an earlier one, the demoted master is
+        // that replica only once it has resynced with the new master.
+        await until('a replica is in sync', () =>
+          askRedis(sentinelPorts[0] ?? 0, async (r) => {
+            const replicas = (await r.call('SENTINEL', 'REPLICAS', SENTINEL_MASTER)) as string[][];
+            return replicas.some((fields) => {
+              const f = new Map<string, string>();
+              for (let i = 0; i + 1 < fields.length; i += 2)
+                f.set(fields[i] ?? '', fields[i + 1] ?? '');
+              return f.get('flags') === 'slave' && f.get('master-link-status') === 'ok';
+            });
+          }),
+        );
         await askRedis(sentinelPorts[0] ?? 0, (r) =>
           r.call('SENTINEL', 'FAILOVER', SENTINEL_MASTER),
         );

@@ -6,7 +6,7 @@ import { Queue } from 'bullmq';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Kvm2Client } from '../../queues/client.js';
-import { hostQueueName } from '../../queues/names.js';
+import { GC_QUEUE, hostQueueName } from '../../queues/names.js';
 import type { Instance } from '../../src/provider/core/instance.js';
 import type { JobRun } from '../../workers/run/job-run.js';
 import type { WorkerServices } from '../../workers/run/services.js';
@@ -30,6 +30,18 @@ afterAll(async () => {
   await scope?.cleanup();
 });
 
+function gcServices(provider: unknown): WorkerServices {
+  return {
+    config: { hosts: [] },
+    prefix: scope.prefix,
+    provider,
+    redis: scope.redis,
+    locks: new RedisLocks({ client: scope.redis, prefix: scope.prefix }),
+    logger: pino({ level: 'silent' }),
+    queueFor: () => queue,
+  } as unknown as WorkerServices;
+}
+
 function request(name: string) {
   return { host: 'h1', name, image: 'debian-12', tag: 'ci', userData: '#cloud-config\n' };
 }
@@ -48,15 +60,7 @@ it('a create made while the GC lists the hosts wins: its instance is left alone 
     withLocks: () => provider,
     sweepOrphanVolumes: () => Promise.resolve({ removed: [] }),
   };
-  const env = {
-    config: { hosts: [] },
-    prefix: scope.prefix,
-    provider,
-    redis: scope.redis,
-    locks: new RedisLocks({ client: scope.redis, prefix: scope.prefix }),
-    logger: pino({ level: 'silent' }),
-    queueFor: () => queue,
-  } as unknown as WorkerServices;
+  const env = gcServices(provider);
 
   const controller = new AbortController();
   const step = await processGc({
@@ -70,9 +74,48 @@ it('a create made while the GC lists the hosts wins: its instance is left alone 
   expect(step).toMatchObject({ type: 'result', outcome: 'succeeded' });
   const message = step.type === 'result' ? (step.fields.message ?? '') : '';
   expect(message).toContain('deleting 1');
-  expect(message).toContain('1 requested since the GC began');
+  expect(message).toContain('1 requested since the GC was asked for');
   const deletes = (await queue.getJobs(['waiting', 'prioritized']))
     .filter((j) => j.name === 'delete')
     .map((j) => (j.data as { id: string }).id);
   expect(deletes).toEqual(['h1/stale']);
+});
+
+it('a create made after the app asked for the GC, before the GC began, wins too', async () => {
+  // The soak found it: the app's keep list is as of its gc() call, so a create it sends after
+  // that call (the GC still waiting in its queue) must not be taken for a victim.
+  await client.create(request('old'));
+  await client.create(request('replaced'));
+  const gcQueue = new Queue(GC_QUEUE, { connection: scope.redis, prefix: scope.prefix });
+  try {
+    const { jobId } = await client.gc({ tag: 'ci', keep: [], graceMs: 0 });
+    await client.create(request('replaced')); // after the gc() call, before the GC runs
+    const job = await gcQueue.getJob(jobId);
+    const longAgo = '2020-01-01T00:00:00.000Z';
+    const listing = ['h1/old', 'h1/replaced'].map((id) => ({ id, createdAt: longAgo }) as Instance);
+    const provider = {
+      listByTag: () => Promise.resolve(listing),
+      withLocks: () => provider,
+      sweepOrphanVolumes: () => Promise.resolve({ removed: [] }),
+    };
+    const env = gcServices(provider);
+    await queue.drain();
+    const controller = new AbortController();
+    const step = await processGc({
+      services: env,
+      name: 'gc',
+      data: job?.data as unknown,
+      controller,
+      signal: controller.signal,
+      logger: env.logger,
+    } as unknown as JobRun<'gc'>);
+    const message = step.type === 'result' ? (step.fields.message ?? '') : '';
+    expect(message).toContain('deleting 1');
+    const deletes = (await queue.getJobs(['waiting', 'prioritized']))
+      .filter((j) => j.name === 'delete')
+      .map((j) => (j.data as { id: string }).id);
+    expect(deletes).toEqual(['h1/old']);
+  } finally {
+    await gcQueue.close();
+  }
 });

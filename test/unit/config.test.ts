@@ -251,6 +251,8 @@ describe('redis.sentinel', () => {
       password: 'p',
       tls: false,
       db: 0,
+      confirmReplicas: 1,
+      confirmTimeout: 1_000,
     });
     expect(config.redis.prefix).toBe('{kvm2}');
   });

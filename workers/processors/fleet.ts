@@ -14,16 +14,17 @@ import { succeeded, type Step } from '../run/outcome.js';
  * host's orphan kvm2 volumes, then enqueue a delete through the host's queue for each instance
  * that is not kept and is older than the grace period. Deletes go through the queues like any
  * request, so they take their generation and lock; each is enqueued only while no request for
- * its instance was made since the GC began (else it is skipped: a create that replaced the
- * instance while the GC listed it must win), and a create enqueued after the GC's delete wins
+ * its instance was made since the app asked for the GC (else it is skipped: a create that
+ * replaced the instance after the keep list was made, or while the GC listed it, must win), and a create enqueued after the GC's delete wins
  * over it.
  */
 export async function processGc(run: JobRun<'gc'>): Promise<Step> {
   const { services: env, data, signal } = run;
   const now = Date.now();
   // Before the listing: a request for a victim made from here on (a create that replaces it
-  // while the hosts are listed) must win, so its delete goes out only if none was.
-  const began = await requestCount(env.redis, env.prefix);
+  // while the hosts are listed) must win, so its delete goes out only if none was. From the
+  // app's gc() call when the client noted it: the keep list is as of then.
+  const began = data.requestsBefore ?? (await requestCount(env.redis, env.prefix));
   const instances = await env.provider.listByTag(data.tag, { signal });
   const keep = new Set(data.keep);
   const kept = instances.filter((i) => keep.has(i.id));
@@ -68,7 +69,7 @@ export async function processGc(run: JobRun<'gc'>): Promise<Step> {
     message:
       `tag '${data.tag}': ${instances.length} instances, deleting ${deleting.length}` +
       ` (${kept.length} kept, ${young.length} within the grace period` +
-      `${overtaken.length === 0 ? '' : `, ${overtaken.length} requested since the GC began`});` +
+      `${overtaken.length === 0 ? '' : `, ${overtaken.length} requested since the GC was asked for`});` +
       ` removed ${removed.length} orphan volumes`,
   });
 }

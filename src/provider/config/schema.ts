@@ -295,6 +295,12 @@ const sentinel = z.strictObject({
   /** TLS to the master and to the sentinels. */
   tls: z.boolean().default(false),
   db: z.number().int('must be a whole number').min(0, 'must be 0 or more').default(0),
+  /**
+   * An enqueue counts once this many replicas have it (WAIT): Redis replicates asynchronously,
+   * and a failover loses what the old master acknowledged and had not sent on. 0: do not wait.
+   */
+  confirmReplicas: z.number().int('must be a whole number').min(0, 'must be 0 or more').default(1),
+  confirmTimeout: duration.prefault('1s'),
 });
 
 /** Redis Cluster: any of its nodes; the client learns the rest and the slots from them. */
