@@ -70,19 +70,24 @@ function fieldsOf(result: JobResult): string[] {
 const RELEASE_AND_APPEND = LuaScript.load('append-result-releasing');
 
 /**
- * Appends one result and, in the same round trip, releases the job's lock (deleted only while
- * it still holds `lock.token`): a worker's commonest pair of writes, done as one.
+ * A run's result: appended and, in the same round trip, the job's lock released (deleted only
+ * while it still holds `lock.token`), a worker's commonest pair of writes done as one. A final
+ * result is appended once per attempt (append-result-releasing.lua): a run repeated because a
+ * Redis failover lost the end of the first gets the first one's id back. `jobKey` is the job's
+ * BullMQ hash.
  */
-export async function appendResultReleasing(
+export async function appendRunResult(
   redis: RedisConnection,
   prefix: string,
   result: JobResult,
-  lock: { readonly redisKey: string; readonly token: string },
+  jobKey: string,
+  lock?: { readonly redisKey: string; readonly token: string },
 ): Promise<string> {
+  const final = FINAL_OUTCOMES.has(result.outcome) ? String(result.attempt) : '';
   const id = await RELEASE_AND_APPEND.run(
     redis,
-    [resultsKey(prefix), lock.redisKey],
-    [lock.token, RESULTS_MAX_LEN, ...fieldsOf(result)],
+    [resultsKey(prefix), lock?.redisKey ?? jobKey, jobKey],
+    [lock?.token ?? '', RESULTS_MAX_LEN, final, ...fieldsOf(result)],
   );
   return String(id);
 }

@@ -13,7 +13,7 @@ import { currentTraceContext } from '../queues/client.js';
 import { Kvm2Error } from '../src/errors/error.js';
 import { formatInstanceId } from '../src/provider/core/ids.js';
 import { validateJob, type JobName } from '../queues/registry.js';
-import { appendResult, appendResultReleasing, type JobResult } from '../queues/results.js';
+import { appendRunResult, type JobResult } from '../queues/results.js';
 import { classifyError } from '../src/errors/classify.js';
 import { jobRun, type RunContext } from './run/job-run.js';
 import type { WorkerServices } from './run/services.js';
@@ -140,8 +140,8 @@ async function runJob(
       instanceId: fields.instanceId ?? instanceOf(job.data),
       traceContext: currentTraceContext(),
     };
-    if (lease === undefined) await appendResult(env.redis, env.prefix, result);
-    else await appendResultReleasing(env.redis, env.prefix, result, lease.detach());
+    const jobKey = `${env.prefix}:${job.queueName}:${job.id ?? ''}`;
+    await appendRunResult(env.redis, env.prefix, result, jobKey, lease?.detach());
     env.metrics.outcome(queue, job.name, outcome, (performance.now() - started) / 1000);
     span.setAttribute('kvm2.outcome', outcome);
     return result;

@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kvm2Client } from '../../queues/client.js';
 import { Kvm2Error } from '../../src/errors/error.js';
 import { ackResults, ensureResultsGroup, readResults } from '../../queues/result-readers.js';
-import { appendResult } from '../../queues/results.js';
+import { appendResult, appendRunResult } from '../../queues/results.js';
+import { allResults } from '../harness/results.js';
 import { request, result } from '../harness/queue-requests.js';
 import { redisScope, type RedisScope } from '../harness/redis.js';
 
@@ -113,5 +114,51 @@ describe('results stream', () => {
     const waiting = client.waitFor(randomUUID(), { signal: controller.signal });
     setTimeout(() => controller.abort(new Error('caller left')), 200);
     await expect(waiting).rejects.toThrow('caller left');
+  });
+});
+
+describe("a run's result", () => {
+  it('is final once per attempt: a run repeated after its end was lost gets the first entry back', async () => {
+    const jobId = randomUUID();
+    const jobKey = `${scope.prefix}:host.h1:${jobId}`;
+    await scope.redis.hset(jobKey, 'name', 'create'); // the job's BullMQ hash
+    const lock = `${scope.prefix}:lock:test-${jobId}`;
+    await scope.redis.set(lock, 'token');
+    const retrying = await appendRunResult(
+      scope.redis,
+      scope.prefix,
+      { ...result(jobId, 'retrying'), attempt: 1 },
+      jobKey,
+      { redisKey: lock, token: 'token' },
+    );
+    expect(await scope.redis.exists(lock)).toBe(0); // released in the same script
+    const first = await appendRunResult(
+      scope.redis,
+      scope.prefix,
+      { ...result(jobId, 'succeeded'), attempt: 2 },
+      jobKey,
+    );
+    // The same attempt run again (a Redis failover rolled the job back): no second entry.
+    const again = await appendRunResult(
+      scope.redis,
+      scope.prefix,
+      { ...result(jobId, 'succeeded'), attempt: 2 },
+      jobKey,
+    );
+    expect(again).toBe(first);
+    // A later attempt (a failed job retried from the board) appends its own.
+    const later = await appendRunResult(
+      scope.redis,
+      scope.prefix,
+      { ...result(jobId, 'failed'), attempt: 3 },
+      jobKey,
+    );
+    expect(later).not.toBe(first);
+    const mine = (await allResults(scope.redis, scope.prefix)).filter((r) => r.jobId === jobId);
+    expect(mine.map((r) => [r.outcome, r.attempt, r.streamId])).toEqual([
+      ['retrying', 1, retrying],
+      ['succeeded', 2, first],
+      ['failed', 3, later],
+    ]);
   });
 });
