@@ -9,6 +9,7 @@ import { Kvm2Client } from '../../queues/client.js';
 import { parseConfig } from '../../src/provider/config/load.js';
 import { startImageServer, type ImageServer } from './image-server.js';
 import { startNamespaceHosts, type NamespaceHost } from './ns-host.js';
+import { TEST_DEFAULTS, TEST_WORKER } from './queue-fleet.js';
 import { redisScope, type RedisScope } from './redis.js';
 import { tinyImage } from './tiny-image.js';
 
@@ -54,15 +55,9 @@ export async function startHostFleet(
       h.hostConfig({ concurrency: 2, ...hostDefaults[h.name], ...hostExtras[h.name] }),
     ),
     images: { tiny: { url: images.url('/tiny.qcow2'), sha256, format: 'qcow2' } },
-    defaults: { vcpus: 1, memoryMiB: 128, diskGiB: 1, addressTimeout: '30s' },
+    defaults: TEST_DEFAULTS,
     health: { every: '2s', timeout: '2s' },
-    worker: {
-      listen: '127.0.0.1:0',
-      shutdownTimeout: '10s',
-      lockTtl: '3s',
-      stalledAfter: '3s',
-      addressPoll: '500ms',
-    },
+    worker: TEST_WORKER,
     ...overrides,
   });
   return {

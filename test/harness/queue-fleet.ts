@@ -41,6 +41,16 @@ export interface QueueFleet {
   cleanup(): Promise<void>;
 }
 
+/** The guests' size and the worker's settings of the queue tests: small, and short timeouts. */
+export const TEST_DEFAULTS = { vcpus: 1, memoryMiB: 128, diskGiB: 1, addressTimeout: '30s' };
+export const TEST_WORKER = {
+  listen: '127.0.0.1:0',
+  shutdownTimeout: '10s',
+  lockTtl: '3s',
+  stalledAfter: '3s',
+  addressPoll: '500ms',
+};
+
 export async function startQueueFleet(label: string): Promise<QueueFleet> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `kvm2-${label}-`));
   const { path: image, sha256 } = await tinyImage(dir);
@@ -56,15 +66,9 @@ export async function startQueueFleet(label: string): Promise<QueueFleet> {
     redis: { url: scope.url, prefix: scope.prefix },
     hosts: [testHost(sshd, net.name, { concurrency: 2 })],
     images: { [imageName]: { url: images.url('/tiny.qcow2'), sha256, format: 'qcow2' } },
-    defaults: { vcpus: 1, memoryMiB: 128, diskGiB: 1, addressTimeout: '30s' },
+    defaults: TEST_DEFAULTS,
     health: { every: '60s', timeout: '10s' },
-    worker: {
-      listen: '127.0.0.1:0',
-      shutdownTimeout: '10s',
-      lockTtl: '3s',
-      stalledAfter: '3s',
-      addressPoll: '500ms',
-    },
+    worker: TEST_WORKER,
     ...overrides,
   });
   const domains = async (): Promise<string[]> =>

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Cluster } from 'ioredis';
 import { freePort, LOOPBACK } from './loopback.js';
-import { askRedis, redisServerArgs } from './redis.js';
+import { askRedis, killServers, redisServerArgs } from './redis.js';
 
 const run = promisify(execFile);
 const MASTERS = 3;
@@ -78,19 +78,7 @@ export async function startRedisCluster(): Promise<RedisCluster> {
   const children: ChildProcess[] = [];
   const ports: number[] = [];
   const byPort = new Map<number, ChildProcess>();
-  const kill = async (): Promise<void> => {
-    await Promise.all(
-      children.map(
-        (child) =>
-          new Promise<void>((resolve) => {
-            if (child.exitCode !== null || child.signalCode !== null) resolve();
-            else child.once('exit', () => resolve());
-            child.kill('SIGKILL');
-          }),
-      ),
-    );
-    fs.rmSync(dir, { recursive: true, force: true });
-  };
+  const kill = (): Promise<void> => killServers(children, dir);
   try {
     for (let i = 0; i < MASTERS * 2; i++) {
       const [port, busPort] = [await freePort(), await freePort()];

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort, LOOPBACK } from './loopback.js';
-import { askRedis, redisServerArgs } from './redis.js';
+import { askRedis, killServers, redisServerArgs } from './redis.js';
 
 export const SENTINEL_MASTER = 'kvm2-master';
 
@@ -132,23 +132,10 @@ export async function startSentinelGroup(): Promise<SentinelGroup> {
         });
         return after;
       },
-      async stop() {
-        await Promise.all(
-          children.map(
-            (child) =>
-              new Promise<void>((resolve) => {
-                if (child.exitCode !== null || child.signalCode !== null) resolve();
-                else child.once('exit', () => resolve());
-                child.kill('SIGKILL');
-              }),
-          ),
-        );
-        fs.rmSync(dir, { recursive: true, force: true });
-      },
+      stop: () => killServers(children, dir),
     };
   } catch (err) {
-    for (const child of children) child.kill('SIGKILL');
-    fs.rmSync(dir, { recursive: true, force: true });
+    await killServers(children, dir);
     throw err;
   }
 }

@@ -2,6 +2,8 @@
 // Each test file takes a fresh, hash-tagged random key prefix and deletes every key under it
 // when done, so files never see each other's keys and nothing is left behind.
 import { randomBytes } from 'node:crypto';
+import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import { Redis } from 'ioredis';
 
 export const REDIS_URL = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
@@ -98,4 +100,19 @@ export async function askRedis<T>(port: number, fn: (r: Redis) => Promise<T>): P
   } finally {
     r.disconnect();
   }
+}
+
+/** SIGKILLs the redis-servers a harness started, waits until each has exited, removes `dir`. */
+export async function killServers(children: readonly ChildProcess[], dir: string): Promise<void> {
+  await Promise.all(
+    children.map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) resolve();
+          else child.once('exit', () => resolve());
+          child.kill('SIGKILL');
+        }),
+    ),
+  );
+  fs.rmSync(dir, { recursive: true, force: true });
 }

@@ -21,6 +21,7 @@ import { KVM2_XMLNS } from '../../src/provider/xml/metadata.js';
 import { startHostFleet, type HostFleet } from './host-fleet.js';
 import { prng } from './job-burst.js';
 import type { NamespaceHost } from './ns-host.js';
+import { TEST_WORKER } from './queue-fleet.js';
 import { startSentinelGroup, type SentinelGroup } from './redis-sentinel.js';
 import { startWorkerProcess, type WorkerProcess } from './worker-process.js';
 
@@ -126,13 +127,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const hostFleet = fleet;
     const overrides = {
       redis: { sentinel: group.config, prefix: fleet.scope.prefix },
-      worker: {
-        listen: '127.0.0.1:0',
-        shutdownTimeout: '5s',
-        lockTtl: '3s',
-        stalledAfter: '3s',
-        addressPoll: '500ms',
-      },
+      worker: { ...TEST_WORKER, shutdownTimeout: '5s' },
     };
     const hostExtras = Object.fromEntries(
       fleet.hosts.map((h) => [h.name, { firmware: 'bios', concurrency: 2 }]),
