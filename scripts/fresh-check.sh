@@ -27,8 +27,9 @@ fi
 log() { printf '[fresh-check] %s\n' "$*"; }
 
 # Packages a new machine of this kind already has (see the machine's package list): setup
-# lists them so it works elsewhere too, but purging them would make this machine older than new.
-ON_A_NEW_MACHINE=(openssh-client procps dpkg-dev xz-utils)
+# lists them so it works elsewhere too, but purging them would make this machine older than new
+# (and util-linux is Essential: apt refuses to purge it, and with it the whole list).
+ON_A_NEW_MACHINE=(openssh-client procps dpkg-dev xz-utils util-linux iproute2)
 
 log "stopping the daemons setup and the tests started"
 for daemon in libvirtd virtlogd virtlockd dnsmasq redis-server qemu-system-x86_64 chromium; do
