@@ -68,6 +68,8 @@ export interface SoakReport {
   readonly settleMs: number;
   readonly totalMs: number;
   readonly violations: readonly string[];
+  /** Each job that ended `failed`: op, instance, error code and message. */
+  readonly failed: readonly string[];
 }
 
 interface Request {
@@ -91,6 +93,7 @@ export function formatSoakReport(r: SoakReport): string {
     row('requests', `${total(r.requests)} (${kinds(r.requests)})`),
     row('faults injected', `${total(r.faults)} (${kinds(r.faults)})`),
     row('final results by outcome', kinds(r.outcomes)),
+    ...r.failed.map((f) => `  failed: ${f}`),
     row('retries (retrying results)', String(r.retries)),
     row('settled after the last fault', `${(r.settleMs / 1000).toFixed(1)} s`),
     row('whole run', `${(r.totalMs / 1000).toFixed(1)} s`),
@@ -370,6 +373,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       string[],
     ][];
     const outcomes: Record<string, number> = {};
+    const failed: string[] = [];
     const finalsOf = new Map<string, number>();
     let retries = 0;
     const resultJobs = new Map<string, string>(); // jobId → queue
@@ -385,6 +389,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       if (FINAL.has(outcome)) {
         finalsOf.set(jobId, (finalsOf.get(jobId) ?? 0) + 1);
         outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
+        if (outcome === 'failed') {
+          const what = [op, f.get('instanceId'), f.get('errorCode'), f.get('message')];
+          failed.push(what.filter((x) => x !== undefined).join(' '));
+        }
       }
       const host = (f.get('instanceId') ?? '').split('/')[0] ?? '';
       resultJobs.set(jobId, op === 'gc' ? 'gc' : hostQueueName(host));
@@ -424,6 +432,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       settleMs: Math.max(0, settledAt - lastFaultEnd),
       totalMs: performance.now() - startedAt,
       violations,
+      failed,
     };
   } finally {
     await client?.close().catch(() => undefined);
