@@ -20,6 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { startSshd, type Sshd } from './sshd.js';
+import { waitUntil } from './fault-kit.js';
 
 const run = promisify(execFile);
 const START_TIMEOUT_MS = 20_000;
@@ -48,15 +49,20 @@ export interface NamespaceHost {
   stop(): Promise<void>;
 }
 
-async function until(what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + START_TIMEOUT_MS;
-  for (;;) {
-    if (await check().catch(() => false)) return;
-    if (Date.now() > deadline)
-      throw new Error(`namespace host: ${what} within ${START_TIMEOUT_MS} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** Until `check` holds (a failing virsh counts as not yet; `check` may throw to give up). */
+const until = (what: string, check: () => Promise<boolean>): Promise<void> =>
+  waitUntil(
+    () =>
+      check().catch((err: unknown) => {
+        if (err instanceof StartFailed) throw err;
+        return false;
+      }),
+    START_TIMEOUT_MS,
+    `namespace host: ${what}`,
+  );
+
+/** The namespace's first process exited: waiting longer cannot help. */
+class StartFailed extends Error {}
 
 const lines = (text: string): string[] =>
   text
@@ -138,8 +144,9 @@ async function startNamespaceHost(name: string, label: string): Promise<Namespac
   };
   try {
     await until(`${name}'s libvirtd answers`, async () => {
-      if (child.exitCode !== null)
-        throw new Error(fs.readFileSync(path.join(dir, 'init.log'), 'utf8'));
+      if (child.exitCode !== null) {
+        throw new StartFailed(fs.readFileSync(path.join(dir, 'init.log'), 'utf8'));
+      }
       await virsh(['version']);
       return true;
     });

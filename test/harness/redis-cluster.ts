@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { Cluster } from 'ioredis';
 import { freePort, LOOPBACK } from './loopback.js';
 import { askRedis, killServers, redisServerArgs } from './redis.js';
+import { waitUntil } from './fault-kit.js';
 
 const run = promisify(execFile);
 const MASTERS = 3;
@@ -33,14 +34,9 @@ export interface RedisCluster {
   stop(): Promise<void>;
 }
 
-async function until(what: string, check: () => Promise<boolean>, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await check().catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(`redis cluster: ${what} within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** Until `check` holds (a refused connection counts as not yet), at most 30 s. */
+const until = (what: string, check: () => Promise<boolean>): Promise<void> =>
+  waitUntil(() => check().catch(() => false), 30_000, `redis cluster: ${what}`);
 
 interface NodeLine {
   readonly id: string;

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort, LOOPBACK } from './loopback.js';
 import { askRedis, killServers, redisServerArgs } from './redis.js';
+import { waitUntil } from './fault-kit.js';
 
 export const SENTINEL_MASTER = 'kvm2-master';
 
@@ -25,14 +26,9 @@ export interface SentinelGroup {
   stop(): Promise<void>;
 }
 
-async function until(what: string, check: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await check().catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(`sentinel group: ${what} within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** Until `check` holds (a refused connection counts as not yet), at most 20 s. */
+const until = (what: string, check: () => Promise<boolean>): Promise<void> =>
+  waitUntil(() => check().catch(() => false), 20_000, `sentinel group: ${what}`);
 
 export async function startSentinelGroup(): Promise<SentinelGroup> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvm2-sentinel-'));

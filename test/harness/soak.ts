@@ -24,6 +24,7 @@ import type { NamespaceHost } from './ns-host.js';
 import { TEST_WORKER } from './queue-fleet.js';
 import { startSentinelGroup, type SentinelGroup } from './redis-sentinel.js';
 import { startWorkerProcess, type WorkerProcess } from './worker-process.js';
+import { sleep } from './fault-kit.js';
 
 const run = promisify(execFile);
 const FINAL = new Set(['succeeded', 'failed', 'superseded']);
@@ -108,8 +109,6 @@ async function redisCli(port: number, args: string[]): Promise<unknown> {
   });
   return JSON.parse(stdout) as unknown;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const log = options.log ?? (() => undefined);

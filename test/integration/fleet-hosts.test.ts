@@ -23,6 +23,7 @@ import { drained, jobRuns, maxOverlap } from '../harness/job-runs.js';
 import { cpuMs } from '../harness/proc-tree.js';
 import { startWorkerProcess, type WorkerProcess } from '../harness/worker-process.js';
 import { virsh } from '../harness/virsh.js';
+import { waitUntil } from '../harness/fault-kit.js';
 
 const HOSTS = {
   h1: { zone: 'za', concurrency: 2, firmware: 'bios' },
@@ -55,13 +56,8 @@ beforeAll(async () => {
   });
 }, 300_000);
 
-async function until(what: string, check: () => Promise<boolean>, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const until = (what: string, check: () => Promise<boolean>): Promise<void> =>
+  waitUntil(check, 60_000, what);
 
 afterAll(async () => {
   await client?.close();
