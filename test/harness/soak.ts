@@ -201,42 +201,52 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       [...last.entries()].filter(([, v]) => v.kind === 'create').map(([id]) => id);
     let requesting = true;
     const requester = (async () => {
-      for (let i = 0; i < options.requests; i++) {
-        const roll = random();
-        if (roll < 0.08) {
-          const keep = keepList();
-          const { jobId } = await retryUnavailable(() =>
-            kvm2.gc({ tag: TAG, keep, graceMs: 2_000 }),
-          );
-          requests.push({ kind: 'gc', jobId });
-          counts['gc'] = (counts['gc'] ?? 0) + 1;
-        } else {
-          const id = pick(names);
-          const previous = last.get(id);
-          if (roll < 0.6) {
-            const resend = previous?.kind === 'create' && random() < 0.2;
-            const uid = resend ? (previous.uid ?? crypto.randomUUID()) : crypto.randomUUID();
-            const [host = '', name = ''] = id.split('/');
+      try {
+        for (let i = 0; i < options.requests; i++) {
+          const roll = random();
+          if (roll < 0.08) {
+            const keep = keepList();
             const { jobId } = await retryUnavailable(() =>
-              kvm2.create(
-                { host, name, uid, image: hostFleet.image, tag: TAG, userData: '#cloud-config\n' },
-                { wait: false },
-              ),
+              kvm2.gc({ tag: TAG, keep, graceMs: 2_000 }),
             );
-            requests.push({ kind: 'create', id, uid, jobId });
-            last.set(id, { kind: 'create', uid });
-            const key = resend ? 'create (resent uid)' : 'create';
-            counts[key] = (counts[key] ?? 0) + 1;
+            requests.push({ kind: 'gc', jobId });
+            counts['gc'] = (counts['gc'] ?? 0) + 1;
           } else {
-            const { jobId } = await retryUnavailable(() => kvm2.delete(id));
-            requests.push({ kind: 'delete', id, jobId });
-            last.set(id, { kind: 'delete' });
-            counts['delete'] = (counts['delete'] ?? 0) + 1;
+            const id = pick(names);
+            const previous = last.get(id);
+            if (roll < 0.6) {
+              const resend = previous?.kind === 'create' && random() < 0.2;
+              const uid = resend ? (previous.uid ?? crypto.randomUUID()) : crypto.randomUUID();
+              const [host = '', name = ''] = id.split('/');
+              const { jobId } = await retryUnavailable(() =>
+                kvm2.create(
+                  {
+                    host,
+                    name,
+                    uid,
+                    image: hostFleet.image,
+                    tag: TAG,
+                    userData: '#cloud-config\n',
+                  },
+                  { wait: false },
+                ),
+              );
+              requests.push({ kind: 'create', id, uid, jobId });
+              last.set(id, { kind: 'create', uid });
+              const key = resend ? 'create (resent uid)' : 'create';
+              counts[key] = (counts[key] ?? 0) + 1;
+            } else {
+              const { jobId } = await retryUnavailable(() => kvm2.delete(id));
+              requests.push({ kind: 'delete', id, jobId });
+              last.set(id, { kind: 'delete' });
+              counts['delete'] = (counts['delete'] ?? 0) + 1;
+            }
           }
+          await sleep(options.requestEveryMs * (0.5 + random()));
         }
-        await sleep(options.requestEveryMs * (0.5 + random()));
+      } finally {
+        requesting = false;
       }
-      requesting = false;
     })();
 
     // The faults, one after another until the requests are all sent (and at least `faults`).
@@ -299,8 +309,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       }
     }
 
-    await requester;
-    await injector;
+    // Both awaited together: a fault that fails while requests are still being sent fails the
+    // run (it was an unhandled rejection until the requester was done).
+    const [sent, injected] = await Promise.allSettled([requester, injector]);
+    if (sent.status === 'rejected') throw sent.reason;
+    if (injected.status === 'rejected') throw injected.reason;
     log(`${requests.length} requests sent; waiting for their results`);
 
     // Every request's final result.
