@@ -35,7 +35,7 @@ import {
   type JobInput,
   type TraceContext,
 } from './registry.js';
-import { lastResultId, waitForResult, type WaitForResultOptions } from './result-readers.js';
+import { lastResultId, ResultWatcher, type WaitForResultOptions } from './result-readers.js';
 import type { ResultEntry } from './results.js';
 
 export { DEFAULT_JOB_OPTIONS } from './job-options.js';
@@ -99,6 +99,7 @@ export class Kvm2Client {
   readonly #resultsFrom = new Map<string, string>();
   readonly #resolveZone: Kvm2ClientOptions['resolveZone'];
   readonly #placement: ZoneConfig | undefined;
+  readonly #watcher: ResultWatcher;
   #closed = false;
 
   constructor(options: Kvm2ClientOptions) {
@@ -112,6 +113,7 @@ export class Kvm2Client {
     this.#redis.on('error', () => {
       // Surfaced to callers as ERR_REDIS_UNAVAILABLE; ioredis would print unhandled ones.
     });
+    this.#watcher = new ResultWatcher(this.#redis, this.prefix);
   }
 
   /** A client for the configured Redis, placing zone requests by the health hash. */
@@ -237,6 +239,7 @@ export class Kvm2Client {
    * The job's first final result (succeeded, failed or superseded). For a job this client
    * enqueued it reads from a stream position taken before the enqueue; for any other it looks
    * back through the stream first. Either way a result written before the call is not missed.
+   * Every wait of this client shares one reading connection (ResultWatcher).
    */
   async waitFor(
     jobId: string,
@@ -245,8 +248,8 @@ export class Kvm2Client {
     this.#checkOpen();
     const since = this.#resultsFrom.get(jobId);
     try {
-      // On a connection of its own, which rides out a Redis failover until the timeout.
-      const result = await waitForResult(this.#redis, this.prefix, jobId, { ...options, since });
+      // Rides out a Redis failover until the timeout.
+      const result = await this.#watcher.wait(jobId, { ...options, since });
       this.#resultsFrom.delete(jobId);
       return result;
     } catch (err) {
@@ -254,10 +257,11 @@ export class Kvm2Client {
     }
   }
 
-  /** Closes the queues and the connection. Waits in progress end with their own connections. */
+  /** Closes the queues and the connections. Waits in progress end with ERR_CLIENT_CLOSED. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#watcher.close();
     const queues = [...this.#queues.values()];
     this.#queues.clear();
     await Promise.allSettled(queues.map((q) => q.close()));

@@ -192,92 +192,212 @@ async function findBackwards(
   return undefined;
 }
 
+/** Stream ids (`ms-seq`) in order: negative when `a` comes first. */
+function compareIds(a: string, b: string): number {
+  const [am = '0', as = '0'] = a.split('-');
+  const [bm = '0', bs = '0'] = b.split('-');
+  const ms = BigInt(am) - BigInt(bm);
+  const diff = ms === 0n ? BigInt(as) - BigInt(bs) : ms;
+  return diff < 0n ? -1 : diff > 0n ? 1 : 0;
+}
+
+/** One waitFor in progress. */
+interface Wait {
+  readonly jobId: string;
+  /** Resolves or rejects the wait once; later calls do nothing. */
+  readonly settle: (outcome: { result: ResultEntry } | { error: unknown }) => void;
+}
+
 /**
- * The first final result (succeeded, failed or superseded) of a job. It reads on a connection
- * of its own (a blocking XREAD), without a consumer group. With `since` (a stream id taken
- * before the job was enqueued) it misses nothing written after that; without, it first looks
- * back through the stream, from a position taken before the look, then reads forward from it.
+ * Every waitFor of one client on one reader: a connection of its own reads the results stream
+ * forward (a blocking XREAD, from the newest entry at the time it started) and hands each final
+ * result to the waits for its job, for as long as any wait is in progress. A wait that begins
+ * while the reader runs reads, on the client's own connection, what the reader passed before it
+ * began: from its `since` (a position taken before its job was enqueued) up to the reader's
+ * position, or, without `since`, back through the stream from there. So no result written
+ * after `since`, or before the call, is missed, and a thousand waits hold one connection (each
+ * wait had its own before: on Sentinel that was four, with its failover detector).
+ *
+ * Redis away for a moment (a failover, a restart) ends no wait: the reads are tried again, from
+ * where they were, until each wait's own timeout. Any other failure of the reader ends every
+ * wait in progress with it; the next wait starts a new reader.
  */
-export async function waitForResult(
-  redis: RedisConnection,
-  prefix: string,
-  jobId: string,
-  options: WaitForResultOptions = {},
-): Promise<ResultEntry> {
-  const { signal, timeoutMs } = options;
-  signal?.throwIfAborted();
-  const key = resultsKey(prefix);
-  const conn = duplicateConnection(redis, { lazyConnect: true, enableOfflineQueue: false });
-  conn.on('error', () => {
-    // Reported through the command that fails; ioredis would print unhandled ones.
-  });
-  let stopReason: unknown;
-  const stop = (reason: unknown): void => {
-    stopReason ??= reason;
-    conn.disconnect();
-  };
-  const onAbort = (): void => stop(signal?.reason);
-  signal?.addEventListener('abort', onAbort, { once: true });
-  const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
-  const timer =
-    timeoutMs === undefined
-      ? undefined
-      : setTimeout(
-          () =>
-            stop(
-              new Kvm2Error(
-                'ERR_WAIT_TIMEOUT',
-                `no final result for job ${jobId} within ${timeoutMs} ms`,
-              ),
+export class ResultWatcher {
+  readonly #redis: RedisConnection;
+  readonly #prefix: string;
+  readonly #key: string;
+  readonly #waits = new Map<string, Set<Wait>>();
+  #reader: RedisConnection | undefined;
+  /** The id of the last entry the reader has handed out; undefined while it is not reading. */
+  #cursor: string | undefined;
+  #starting: Promise<string> | undefined;
+  #closed: Kvm2Error | undefined;
+
+  constructor(redis: RedisConnection, prefix: string) {
+    this.#redis = redis;
+    this.#prefix = prefix;
+    this.#key = resultsKey(prefix);
+  }
+
+  /** How many waits are in progress. */
+  get waiting(): number {
+    let n = 0;
+    for (const set of this.#waits.values()) n += set.size;
+    return n;
+  }
+
+  /** The job's first final result (succeeded, failed or superseded). */
+  wait(jobId: string, options: WaitForResultOptions = {}): Promise<ResultEntry> {
+    const { signal, timeoutMs } = options;
+    signal?.throwIfAborted();
+    if (this.#closed !== undefined) return Promise.reject(this.#closed);
+    return new Promise<ResultEntry>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const onAbort = (): void => wait.settle({ error: signal?.reason });
+      const wait: Wait = {
+        jobId,
+        settle: (outcome) => {
+          const set = this.#waits.get(jobId);
+          if (set?.delete(wait) !== true) return;
+          if (set.size === 0) this.#waits.delete(jobId);
+          if (timer !== undefined) clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+          if ('result' in outcome) resolve(outcome.result);
+          else
+            reject(
+              outcome.error instanceof Error ? outcome.error : new Error(String(outcome.error)),
+            );
+        },
+      };
+      let set = this.#waits.get(jobId);
+      if (set === undefined) this.#waits.set(jobId, (set = new Set()));
+      set.add(wait);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      if (timeoutMs !== undefined) {
+        timer = setTimeout(() => {
+          wait.settle({
+            error: new Kvm2Error(
+              'ERR_WAIT_TIMEOUT',
+              `no final result for job ${jobId} within ${timeoutMs} ms`,
             ),
-          timeoutMs,
+          });
+        }, timeoutMs);
+      }
+      const active = (): boolean => this.#waits.get(jobId)?.has(wait) === true;
+      this.#catchUp(jobId, options, active).then(
+        (found) => {
+          if (found !== undefined) wait.settle({ result: found });
+        },
+        (error: unknown) => wait.settle({ error }),
+      );
+    });
+  }
+
+  /** Ends every wait in progress with ERR_CLIENT_CLOSED and closes the reader's connection. */
+  close(): void {
+    this.#closed ??= new Kvm2Error('ERR_CLIENT_CLOSED', 'client is closed');
+    this.#endAll(this.#closed);
+    this.#reader?.disconnect();
+  }
+
+  /** What the reader passed before this wait began (the reader sees everything after). */
+  async #catchUp(
+    jobId: string,
+    options: WaitForResultOptions,
+    active: () => boolean,
+  ): Promise<ResultEntry | undefined> {
+    const from = this.#cursor ?? (await this.#start());
+    const again = <T>(step: () => Promise<T>): Promise<T> => this.#again(step, active);
+    if (options.since === undefined) {
+      return again(() =>
+        findBackwards(this.#redis, this.#key, jobId, from, options.scanBack ?? RESULTS_MAX_LEN),
+      );
+    }
+    let after = options.since;
+    while (active() && compareIds(after, from) < 0) {
+      const start = after;
+      const page = await again(() =>
+        this.#redis.xrange(this.#key, `(${start}`, from, 'COUNT', SCAN_PAGE),
+      );
+      for (const [id, fields] of page) {
+        const result = parseResult(id, fields);
+        if (result?.jobId === jobId && FINAL_OUTCOMES.has(result.outcome)) return result;
+      }
+      const last = page.at(-1);
+      if (page.length < SCAN_PAGE || last === undefined) return undefined;
+      after = last[0];
+    }
+    return undefined;
+  }
+
+  /** Starts the reader from the stream's newest entry; resolves with that entry's id. */
+  #start(): Promise<string> {
+    this.#starting ??= (async () => {
+      try {
+        const cursor = await this.#again(
+          () => lastResultId(this.#redis, this.#prefix),
+          () => this.#waits.size > 0,
         );
-  // Redis away for a moment (a failover, a restart) does not end the wait: the connection
-  // comes back by itself, and each read is tried again, from where it was, until the deadline.
-  const again = async <T>(step: () => Promise<T>): Promise<T> => {
+        this.#cursor = cursor;
+        void this.#read();
+        return cursor;
+      } finally {
+        this.#starting = undefined;
+      }
+    })();
+    return this.#starting;
+  }
+
+  async #read(): Promise<void> {
+    const conn = this.#connection();
+    try {
+      while (this.#waits.size > 0 && this.#closed === undefined) {
+        const from = this.#cursor ?? '$';
+        const reply = await this.#again(
+          () => conn.xread('COUNT', 500, 'BLOCK', BLOCK_SLICE_MS, 'STREAMS', this.#key, from),
+          () => this.#waits.size > 0,
+        );
+        for (const [id, fields] of reply?.[0]?.[1] ?? []) {
+          this.#cursor = id;
+          const result = parseResult(id, fields);
+          if (result === undefined || !FINAL_OUTCOMES.has(result.outcome)) continue;
+          for (const wait of [...(this.#waits.get(result.jobId) ?? [])]) wait.settle({ result });
+        }
+      }
+    } catch (error) {
+      if (this.#closed === undefined) this.#endAll(error);
+    } finally {
+      // Idle: the next wait starts from the stream's newest entry again.
+      this.#cursor = undefined;
+    }
+  }
+
+  #connection(): RedisConnection {
+    if (this.#reader !== undefined) return this.#reader;
+    const conn = duplicateConnection(this.#redis, { lazyConnect: true, enableOfflineQueue: false });
+    conn.on('error', () => {
+      // Reported through the command that fails; ioredis would print unhandled ones.
+    });
+    // Dialled now; a read sent before it is up fails as offline and is tried again.
+    conn.connect().catch(() => undefined);
+    this.#reader = conn;
+    return conn;
+  }
+
+  /** `step`, tried again while Redis is away and `wanted` still holds. */
+  async #again<T>(step: () => Promise<T>, wanted: () => boolean): Promise<T> {
     for (;;) {
       try {
         return await step();
       } catch (err) {
-        if (stopReason !== undefined || !isRedisOffline(err)) throw err;
+        if (!isRedisOffline(err) || !wanted() || this.#closed !== undefined) throw err;
         await new Promise((resolve) => setTimeout(resolve, OUTAGE_RETRY_MS));
-        if (stopReason !== undefined) throw err;
       }
     }
-  };
-  try {
-    await conn.connect().catch((err: unknown) => {
-      if (!isRedisOffline(err)) throw err;
-    });
-    let cursor: string;
-    if (options.since !== undefined) {
-      cursor = options.since;
-    } else {
-      cursor = await again(() => lastResultId(conn, prefix));
-      const from = cursor;
-      const found = await again(() =>
-        findBackwards(conn, key, jobId, from, options.scanBack ?? RESULTS_MAX_LEN),
-      );
-      if (found !== undefined) return found;
-    }
-    for (;;) {
-      const left = deadline === undefined ? BLOCK_SLICE_MS : deadline - Date.now();
-      const block = Math.max(1, Math.min(left, BLOCK_SLICE_MS));
-      const from = cursor;
-      const reply = await again(() =>
-        conn.xread('COUNT', 500, 'BLOCK', block, 'STREAMS', key, from),
-      );
-      for (const [id, fields] of reply?.[0]?.[1] ?? []) {
-        cursor = id;
-        const result = parseResult(id, fields);
-        if (result?.jobId === jobId && FINAL_OUTCOMES.has(result.outcome)) return result;
-      }
-    }
-  } catch (err) {
-    throw stopReason ?? err;
-  } finally {
-    if (timer !== undefined) clearTimeout(timer);
-    signal?.removeEventListener('abort', onAbort);
-    conn.disconnect();
+  }
+
+  #endAll(error: unknown): void {
+    for (const set of [...this.#waits.values()])
+      for (const wait of [...set]) wait.settle({ error });
   }
 }

@@ -4,7 +4,13 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kvm2Client } from '../../queues/client.js';
 import { Kvm2Error } from '../../src/errors/error.js';
-import { ackResults, ensureResultsGroup, readResults } from '../../queues/result-readers.js';
+import {
+  ackResults,
+  ensureResultsGroup,
+  lastResultId,
+  readResults,
+  ResultWatcher,
+} from '../../queues/result-readers.js';
 import { appendResult, appendRunResult } from '../../queues/results.js';
 import { allResults } from '../harness/results.js';
 import { request, result } from '../harness/queue-requests.js';
@@ -114,6 +120,75 @@ describe('results stream', () => {
     const waiting = client.waitFor(randomUUID(), { signal: controller.signal });
     setTimeout(() => controller.abort(new Error('caller left')), 200);
     await expect(waiting).rejects.toThrow('caller left');
+  });
+});
+
+/** TCP sockets this process holds now. */
+const tcpSockets = (): number =>
+  process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length;
+
+describe('waits share one reader', () => {
+  it('300 waits at once on one client hold one more connection, and each gets its own result', async () => {
+    const waiter = new Kvm2Client({ redisUrl: scope.url, prefix: scope.prefix });
+    try {
+      await waiter.waitFor(randomUUID(), { timeoutMs: 50 }).catch(() => undefined); // dialled
+      const before = tcpSockets();
+      const ids = Array.from({ length: 300 }, () => randomUUID());
+      const waits = ids.map((id) => waiter.waitFor(id, { timeoutMs: 20_000 }));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Each wait had a connection of its own before: 300 more sockets.
+      expect(tcpSockets() - before).toBeLessThanOrEqual(1);
+      for (const [i, id] of ids.entries())
+        await appendResult(scope.redis, scope.prefix, result(id, i % 2 ? 'failed' : 'succeeded'));
+      const got = await Promise.all(waits);
+      expect(got.map((r) => r.jobId)).toEqual(ids);
+      expect(got.map((r) => r.outcome)).toEqual(
+        ids.map((_, i) => (i % 2 ? 'failed' : 'succeeded')),
+      );
+    } finally {
+      await waiter.close();
+    }
+  });
+
+  it('a wait begun after the reader passed its result finds it from its since', async () => {
+    const watcher = new ResultWatcher(scope.redis, scope.prefix);
+    try {
+      const keepsReading = watcher.wait(randomUUID(), { timeoutMs: 20_000 }).catch(() => undefined);
+      const since = await lastResultId(scope.redis, scope.prefix);
+      const [late, marker] = [randomUUID(), randomUUID()];
+      await appendResult(scope.redis, scope.prefix, result(late, 'superseded'));
+      await appendResult(scope.redis, scope.prefix, result(marker, 'succeeded'));
+      // The reader has handed out the marker, so it is past the late job's result too.
+      await watcher.wait(marker, { since, timeoutMs: 5_000 });
+      await expect(watcher.wait(late, { since, timeoutMs: 2_000 })).resolves.toMatchObject({
+        jobId: late,
+        outcome: 'superseded',
+      });
+      // Without since: looked back for from the reader's position.
+      await expect(watcher.wait(late, { timeoutMs: 2_000 })).resolves.toMatchObject({
+        jobId: late,
+      });
+      expect(watcher.waiting).toBe(1);
+      watcher.close();
+      await keepsReading;
+      expect(watcher.waiting).toBe(0);
+    } finally {
+      watcher.close();
+    }
+  });
+
+  it('close ends the waits in progress with ERR_CLIENT_CLOSED and lets none start', async () => {
+    const waiter = new Kvm2Client({ redisUrl: scope.url, prefix: scope.prefix });
+    const waits = [randomUUID(), randomUUID()].map((id) =>
+      waiter.waitFor(id, { timeoutMs: 20_000 }).catch((e: unknown) => e),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await waiter.close();
+    for (const e of await Promise.all(waits)) {
+      expect(e).toBeInstanceOf(Kvm2Error);
+      expect((e as Kvm2Error).code).toBe('ERR_CLIENT_CLOSED');
+    }
+    await expect(waiter.waitFor(randomUUID())).rejects.toMatchObject({ code: 'ERR_CLIENT_CLOSED' });
   });
 });
 
