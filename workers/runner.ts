@@ -202,6 +202,9 @@ async function onError(
     throw err;
   }
   const kind = classifyError(err);
+  const host = hostOfQueue(context.queue);
+  // The host is away: its queue pauses here, so its other jobs wait untaken (host-breaker.ts).
+  if (host !== undefined && kind === 'transient') env.breakers?.failed(host, err);
   const message = errorMessage(err);
   const code = errorCode(err);
   span.recordException({ name: code ?? 'Error', message });

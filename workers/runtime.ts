@@ -21,6 +21,7 @@ import { Provider } from '../src/provider/provider.js';
 import type { WorkerServices } from './run/services.js';
 import { startEventWatchers, type EventWatchers } from './events/watchers.js';
 import { RedisLocks } from './locks/redis-locks.js';
+import { HostBreakers } from './run/host-breaker.js';
 import { JobRuns } from './run/cancellation.js';
 import { WorkerMetrics } from './run/metrics.js';
 import { instanceOf, makeProcessor } from './runner.js';
@@ -52,8 +53,10 @@ export interface WorkerRuntime {
   readonly queues: readonly string[];
   /** The hosts whose events this process publishes now (holds the watch lease of). */
   watching(): string[];
-  /** Redis reachable, every worker running, not shutting down. */
+  /** Redis reachable, every worker running (or paused: its host is away), not shutting down. */
   ready(): boolean;
+  /** The hosts found away, whose queues are paused in this process (host-breaker.ts). */
+  awayHosts(): string[];
   /**
    * Stops taking jobs and waits up to `worker.shutdownTimeout` for active ones; then cancels
    * them (each is released to its queue, no attempt spent) and closes. `force` skips the wait.
@@ -104,6 +107,17 @@ export async function startWorker(
   let releasing = false;
   const runs = new JobRuns();
   const metrics = new WorkerMetrics();
+  // Filled in below, once the host queues' workers exist.
+  const hostWorkers = new Map<string, Worker>();
+  const breakers = new HostBreakers({
+    pause: async (host) => hostWorkers.get(host)?.pause(true),
+    resume: async (host) => hostWorkers.get(host)?.resume(),
+    probe: async (host) => {
+      await provider.ctx.hosts.shared(host);
+    },
+    logger,
+    onChange: (host, open) => metrics.hostAway(host, open),
+  });
   const env: WorkerServices = {
     config,
     prefix,
@@ -116,6 +130,7 @@ export async function startWorker(
     queueFor,
     releasing: () => releasing,
     runs,
+    breakers,
   };
 
   // The host's concurrency is global: any number of processes together stay within it.
@@ -127,11 +142,11 @@ export async function startWorker(
   const served = [
     ...config.hosts
       .filter((h) => hosts.includes(h.name))
-      .map((h) => ({ name: hostQueueName(h.name), concurrency: h.concurrency })),
-    { name: GC_QUEUE, concurrency: FLEET_CONCURRENCY },
-    { name: HEALTH_QUEUE, concurrency: FLEET_CONCURRENCY },
+      .map((h) => ({ name: hostQueueName(h.name), concurrency: h.concurrency, host: h.name })),
+    { name: GC_QUEUE, concurrency: FLEET_CONCURRENCY, host: undefined },
+    { name: HEALTH_QUEUE, concurrency: FLEET_CONCURRENCY, host: undefined },
   ];
-  const workers = served.map(({ name, concurrency }) => {
+  const workers = served.map(({ name, concurrency, host }) => {
     const worker = new Worker(name, makeProcessor(env, name), {
       connection: redis,
       prefix,
@@ -149,6 +164,7 @@ export async function startWorker(
     worker.on('failed', (job, err) => {
       if (job !== undefined) reportStalledOut(redis, prefix, logger, job, err);
     });
+    if (host !== undefined) hostWorkers.set(host, worker);
     return worker;
   });
   await Promise.all(workers.map((w) => w.waitUntilReady()));
@@ -166,6 +182,7 @@ export async function startWorker(
   });
   const close = async (force: boolean): Promise<void> => {
     shuttingDown = true;
+    breakers.close();
     // First, so another process takes the hosts' events over while this one drains its jobs.
     const watchersClosed = watchers?.close();
     const graceful = Promise.all(workers.map((w) => w.close()));
@@ -204,7 +221,12 @@ export async function startWorker(
     metrics,
     queues: served.map((s) => s.name),
     watching: () => watchers?.watching() ?? [],
-    ready: () => !shuttingDown && redis.status === 'ready' && workers.every((w) => w.isRunning()),
+    // A host queue paused because its host is away is not a worker out of order.
+    ready: () =>
+      !shuttingDown &&
+      redis.status === 'ready' &&
+      workers.every((w) => w.isRunning() || w.isPaused()),
+    awayHosts: () => breakers.openHosts(),
     close: (opts) => {
       if (opts?.force === true) forceNow();
       closing ??= close(opts?.force === true);

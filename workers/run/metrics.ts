@@ -57,6 +57,7 @@ export class WorkerMetrics {
   readonly #delayed = new Series<number>(() => 0);
   readonly #events = new Series<number>(() => 0);
   readonly #watching = new Series<number>(() => 0);
+  readonly #away = new Series<number>(() => 0);
 
   /** One attempt's outcome (succeeded, failed, retrying, superseded). */
   outcome(queue: string, op: string, outcome: string, seconds: number): void {
@@ -86,6 +87,11 @@ export class WorkerMetrics {
   /** Whether this process holds the host's watch lease (publishes its events) now. */
   watching(host: string, on: boolean): void {
     this.#watching.at({ host }).value = on ? 1 : 0;
+  }
+
+  /** Whether the host's queue is paused here because the host is away (host-breaker.ts). */
+  hostAway(host: string, away: boolean): void {
+    this.#away.at({ host }).value = away ? 1 : 0;
   }
 
   activeTotal(): number {
@@ -120,6 +126,10 @@ export class WorkerMetrics {
     family('kvm2_event_watch', 'gauge', '1 for each host whose events this process publishes now.');
     for (const e of this.#watching.entries()) {
       lines.push(`kvm2_event_watch${labelText(e.labels)} ${e.value}`);
+    }
+    family('kvm2_host_away', 'gauge', '1 for each host whose queue is paused here: it is away.');
+    for (const e of this.#away.entries()) {
+      lines.push(`kvm2_host_away${labelText(e.labels)} ${e.value}`);
     }
     family('kvm2_job_duration_seconds', 'histogram', 'Time of one job attempt, by op.');
     for (const { labels, value } of this.#durations.entries()) {

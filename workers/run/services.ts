@@ -8,6 +8,7 @@ import type { Provider } from '../../src/provider/provider.js';
 import type { RedisLocks } from '../locks/redis-locks.js';
 import type { WorkerMetrics } from './metrics.js';
 import type { JobRuns } from './cancellation.js';
+import type { HostBreakers } from './host-breaker.js';
 import type { RedisConnection } from '../../queues/redis.js';
 
 export interface WorkerServices {
@@ -27,4 +28,6 @@ export interface WorkerServices {
   readonly releasing: () => boolean;
   /** The runs in progress: each run's cancellation, which shutdown fires. */
   readonly runs: JobRuns;
+  /** Hosts found away: their queues pause here until a dial succeeds (host-breaker.ts). */
+  readonly breakers?: HostBreakers | undefined;
 }
