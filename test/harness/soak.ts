@@ -387,9 +387,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const outcomes: Record<string, number> = {};
     const failed: string[] = [];
     const finalsOf = new Map<string, number>();
+    const finalEntries = new Map<string, string[]>(); // jobId → each final: id outcome attempt
     let retries = 0;
     const resultJobs = new Map<string, string>(); // jobId → queue
-    for (const [, fields] of entries) {
+    for (const [id, fields] of entries) {
       const f = new Map<string, string>();
       for (let i = 0; i + 1 < fields.length; i += 2) f.set(fields[i] ?? '', fields[i + 1] ?? '');
       if (f.get('type') === 'event') continue;
@@ -400,6 +401,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       if (outcome === 'retrying') retries += 1;
       if (FINAL.has(outcome)) {
         finalsOf.set(jobId, (finalsOf.get(jobId) ?? 0) + 1);
+        const said = `${id} ${outcome} attempt ${f.get('attempt') ?? '?'}`;
+        finalEntries.set(jobId, [...(finalEntries.get(jobId) ?? []), said]);
         outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
         if (outcome === 'failed') {
           const what = [op, f.get('instanceId'), f.get('errorCode'), f.get('message')];
@@ -409,13 +412,37 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       const host = (f.get('instanceId') ?? '').split('/')[0] ?? '';
       resultJobs.set(jobId, op === 'gc' ? 'gc' : hostQueueName(host));
     }
+    // What a job with more than one final result was, to tell how it got them: each final
+    // entry (stream id, outcome, attempt) and the job's hash as BullMQ left it.
+    const finalsSaid = async (jobId: string): Promise<string> => {
+      const queue = resultJobs.get(jobId) ?? '';
+      const hash = (await redisCli(port, ['HGETALL', `${prefix}:${queue}:${jobId}`])) as
+        Record<string, string> | string[];
+      const flat = Array.isArray(hash) ? hash : Object.entries(hash).flat();
+      const job: string[] = [];
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const k = flat[i] ?? '';
+        if (
+          ['atm', 'ats', 'stc', 'kvm2Final', 'finishedOn', 'processedOn', 'failedReason'].includes(
+            k,
+          )
+        )
+          job.push(`${k}=${flat[i + 1] ?? ''}`);
+      }
+      return `${(finalEntries.get(jobId) ?? []).join('; ')}; job ${job.join(' ') || 'gone'}`;
+    };
+    const reported = new Set<string>();
     for (const r of requests) {
       const n = finalsOf.get(r.jobId) ?? 0;
-      if (n !== 1) violations.push(`${r.kind} ${r.jobId}: ${n} final results`);
+      if (n === 1 || reported.has(r.jobId)) continue;
+      reported.add(r.jobId);
+      const more = n > 1 ? ` (${await finalsSaid(r.jobId)})` : '';
+      violations.push(`${r.kind} ${r.jobId}: ${n} final results${more}`);
     }
     const asked = new Set(requests.map((r) => r.jobId));
     for (const [jobId, n] of finalsOf) {
-      if (n !== 1 && !asked.has(jobId)) violations.push(`job ${jobId}: ${n} final results`);
+      if (n !== 1 && !asked.has(jobId))
+        violations.push(`job ${jobId}: ${n} final results (${await finalsSaid(jobId)})`);
     }
     for (const [jobId, queue] of resultJobs) {
       const exists = Number(await redisCli(port, ['EXISTS', `${prefix}:${queue}:${jobId}`]));
