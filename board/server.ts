@@ -13,10 +13,10 @@ import express, { type ErrorRequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { allQueueNames } from '../queues/names.js';
 import {
+  closeConnection,
   createWorkerConnection,
   redisEndpoint,
   redisTarget,
-  type RedisConnection,
 } from '../queues/redis.js';
 import type { Kvm2Config } from '../src/provider/config/schema.js';
 import { isLoopback, type ListenAddress } from '../src/provider/config/values.js';
@@ -108,10 +108,6 @@ async function closeServer(server: Server): Promise<void> {
   }
 }
 
-async function closeRedis(redis: RedisConnection): Promise<void> {
-  await redis.quit().catch(() => redis.disconnect());
-}
-
 export async function startBoard(
   config: Kvm2Config,
   options: BoardOptions = {},
@@ -142,7 +138,7 @@ export async function startBoard(
     server = await listen(createApp(config, queues, logger), address);
   } catch (err) {
     await queues.close();
-    await closeRedis(redis);
+    await closeConnection(redis);
     throw err;
   }
   const url = serverUrl(server);
@@ -160,7 +156,7 @@ export async function startBoard(
           await closeServer(server);
         } finally {
           await queues.close();
-          await closeRedis(redis);
+          await closeConnection(redis);
         }
       })();
       return closing;

@@ -20,12 +20,13 @@ import { DEFAULT_PREFIX, GC_QUEUE, hostQueueName } from './names.js';
 import { placeInZone, type ZoneConfig } from './placement.js';
 import {
   asRedisError,
+  closeConnection,
   connectProducer,
   createProducerConnection,
+  type RedisConnection,
   redisEndpoint,
   redisTarget,
   type RedisTarget,
-  type RedisConnection,
 } from './redis.js';
 import { Kvm2Error } from '../src/errors/error.js';
 import {
@@ -265,11 +266,7 @@ export class Kvm2Client {
     const queues = [...this.#queues.values()];
     this.#queues.clear();
     await Promise.allSettled(queues.map((q) => q.close()));
-    if (this.#redis.status === 'ready') {
-      await this.#redis.quit().catch(() => this.#redis.disconnect());
-    } else {
-      this.#redis.disconnect();
-    }
+    await closeConnection(this.#redis);
   }
 
   async #place(data: JobData<'create'>): Promise<JobData<'create'>> {

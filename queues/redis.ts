@@ -197,6 +197,17 @@ export function duplicateConnection(
   return redis instanceof Cluster ? redis.duplicate(undefined, options) : redis.duplicate(options);
 }
 
+/**
+ * QUIT (so what was sent before it is answered first), then disconnect. On Sentinel, QUIT alone
+ * leaves ioredis's failover detector (three subscriptions to the sentinels) open: only
+ * disconnect() closes it, and once the sentinels are gone it would reconnect for ever. A
+ * connection that is not ready is dropped at once.
+ */
+export async function closeConnection(redis: RedisConnection): Promise<void> {
+  if (redis.status === 'ready') await redis.quit().catch(() => undefined);
+  redis.disconnect();
+}
+
 function unavailable(target: RedisTarget, cause: unknown): Kvm2Error {
   const why = cause instanceof Error ? cause.message : String(cause);
   return new Kvm2Error(
@@ -236,7 +247,7 @@ export function connectProducer(redis: RedisConnection, target: RedisTarget): Pr
 }
 
 const OFFLINE =
-  /enableOfflineQueue|Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|max retries|READONLY|NOREPLICAS|LOADING|sentinels are unreachable|connection is (reconnecting|connecting|end|close)/i;
+  /enableOfflineQueue|UNBLOCKED|Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|max retries|READONLY|NOREPLICAS|LOADING|sentinels are unreachable|connection is (reconnecting|connecting|end|close)/i;
 
 /**
  * True for a command that failed because Redis was away or changing hands (refused, reset,

@@ -227,7 +227,7 @@ export class ResultWatcher {
   readonly #prefix: string;
   readonly #key: string;
   readonly #waits = new Map<string, Set<Wait>>();
-  #reader: RedisConnection | undefined;
+  #reader: { conn: RedisConnection; dialled: Promise<unknown> } | undefined;
   /** The id of the last entry the reader has handed out; undefined while it is not reading. */
   #cursor: string | undefined;
   #starting: Promise<string> | undefined;
@@ -297,7 +297,7 @@ export class ResultWatcher {
   close(): void {
     this.#closed ??= new Kvm2Error('ERR_CLIENT_CLOSED', 'client is closed');
     this.#endAll(this.#closed);
-    this.#reader?.disconnect();
+    this.#reader?.conn.disconnect();
   }
 
   /** What the reader passed before this wait began (the reader sees everything after). */
@@ -349,8 +349,9 @@ export class ResultWatcher {
   }
 
   async #read(): Promise<void> {
-    const conn = this.#connection();
+    const { conn, dialled } = this.#connection();
     try {
+      await dialled;
       while (this.#waits.size > 0 && this.#closed === undefined) {
         const from = this.#cursor ?? '$';
         const reply = await this.#again(
@@ -372,16 +373,15 @@ export class ResultWatcher {
     }
   }
 
-  #connection(): RedisConnection {
+  /** The reader's connection, and its first dial (a failed one: the reads try again). */
+  #connection(): { conn: RedisConnection; dialled: Promise<unknown> } {
     if (this.#reader !== undefined) return this.#reader;
     const conn = duplicateConnection(this.#redis, { lazyConnect: true, enableOfflineQueue: false });
     conn.on('error', () => {
       // Reported through the command that fails; ioredis would print unhandled ones.
     });
-    // Dialled now; a read sent before it is up fails as offline and is tried again.
-    conn.connect().catch(() => undefined);
-    this.#reader = conn;
-    return conn;
+    this.#reader = { conn, dialled: conn.connect().catch(() => undefined) };
+    return this.#reader;
   }
 
   /** `step`, tried again while Redis is away and `wanted` still holds. */

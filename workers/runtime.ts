@@ -205,15 +205,14 @@ export async function startWorker(
     await within(queuesClosed, left());
     await provider.close();
     // During a Redis outage QUIT would wait behind the offline queue (lease renewals, BullMQ's
-    // lock extensions) for as long as the outage lasts: the connection is dropped instead.
-    const quit =
-      redis.status === 'ready'
-        ? redis.quit().then(
-            () => true,
-            () => false,
-          )
-        : undefined;
-    if (quit === undefined || !(await within(quit, left()))) redis.disconnect();
+    // lock extensions) for as long as the outage lasts: bounded, then the connection is
+    // dropped (which also closes a Sentinel connection's failover detector, closeConnection).
+    if (redis.status === 'ready')
+      await within(
+        redis.quit().catch(() => undefined),
+        left(),
+      );
+    redis.disconnect();
     logger.info('worker stopped');
   };
 

@@ -4,10 +4,11 @@
 // N after a stream id, then with --follow every new one (XREAD BLOCK) until Ctrl-C.
 import { resultsKey } from '../../queues/names.js';
 import {
+  closeConnection,
   connectProducer,
   createProducerConnection,
-  redisTarget,
   type RedisConnection,
+  redisTarget,
 } from '../../queues/redis.js';
 import type { ParsedArgs } from '../options/args.js';
 import { loadCliConfig } from '../options/config.js';
@@ -130,7 +131,6 @@ export async function runStreamView<T>(
     return EXIT.ok;
   } finally {
     removeHandler();
-    if (redis.status === 'ready') await redis.quit().catch(() => redis.disconnect());
-    else redis.disconnect();
+    await closeConnection(redis);
   }
 }
