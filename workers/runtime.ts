@@ -55,8 +55,6 @@ export interface WorkerRuntime {
   watching(): string[];
   /** Redis reachable, every worker running (or paused: its host is away), not shutting down. */
   ready(): boolean;
-  /** The hosts found away, whose queues are paused in this process (host-breaker.ts). */
-  awayHosts(): string[];
   /**
    * Stops taking jobs and waits up to `worker.shutdownTimeout` for active ones; then cancels
    * them (each is released to its queue, no attempt spent) and closes. `force` skips the wait.
@@ -225,7 +223,6 @@ export async function startWorker(
       !shuttingDown &&
       redis.status === 'ready' &&
       workers.every((w) => w.isRunning() || w.isPaused()),
-    awayHosts: () => breakers.openHosts(),
     close: (opts) => {
       if (opts?.force === true) forceNow();
       closing ??= close(opts?.force === true);
