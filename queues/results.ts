@@ -92,6 +92,24 @@ export async function appendRunResult(
   return String(id);
 }
 
+/**
+ * The final result an attempt of a job already wrote, if it did (append-result-releasing.lua
+ * names it in the job's hash): a run of that attempt again (its worker died, or lost Redis,
+ * after writing it and before BullMQ heard) ends with it instead of running again.
+ */
+export async function finalOfAttempt(
+  redis: RedisConnection,
+  prefix: string,
+  jobKey: string,
+  attempt: number,
+): Promise<ResultEntry | undefined> {
+  const named = await redis.hget(jobKey, 'kvm2Final');
+  const [written, id] = (named ?? '').split(' ');
+  if (written !== String(attempt) || id === undefined) return undefined;
+  const [entry] = await redis.xrange(resultsKey(prefix), id, id);
+  return entry === undefined ? undefined : parseResult(entry[0], entry[1]);
+}
+
 /** Appends one result; returns its stream id. */
 export async function appendResult(
   redis: RedisConnection,

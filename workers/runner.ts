@@ -13,7 +13,7 @@ import { currentTraceContext } from '../queues/client.js';
 import { Kvm2Error } from '../src/errors/error.js';
 import { formatInstanceId } from '../src/provider/core/ids.js';
 import { validateJob, type JobName } from '../queues/registry.js';
-import { appendRunResult, type JobResult } from '../queues/results.js';
+import { appendRunResult, finalOfAttempt, type JobResult } from '../queues/results.js';
 import { classifyError } from '../src/errors/classify.js';
 import { jobRun, type RunContext } from './run/job-run.js';
 import type { WorkerServices } from './run/services.js';
@@ -125,6 +125,7 @@ async function runJob(
 ): Promise<JobReturn> {
   const { services: env, job, queue, attempt, span } = context;
   const started = performance.now();
+  const jobKey = `${env.prefix}:${job.queueName}:${job.id ?? ''}`;
   const report = async (
     outcome: JobResult['outcome'],
     fields: ResultFields,
@@ -140,12 +141,28 @@ async function runJob(
       instanceId: fields.instanceId ?? instanceOf(job.data),
       traceContext: currentTraceContext(),
     };
-    const jobKey = `${env.prefix}:${job.queueName}:${job.id ?? ''}`;
     await appendRunResult(env.redis, env.prefix, result, jobKey, lease?.detach());
     env.metrics.outcome(queue, job.name, outcome, (performance.now() - started) / 1000);
     span.setAttribute('kvm2.outcome', outcome);
     return result;
   };
+
+  // Started more often than attempted: a run of an attempt started before (a stall, a delayed
+  // re-queue). If that attempt already wrote its final result (its worker died, or lost Redis,
+  // before BullMQ heard), it is not run again: run again it could fail where it had succeeded,
+  // and the retry that followed would write a second final result. It ends with that one.
+  if (job.attemptsStarted > job.attemptsMade + 1) {
+    const ended = await finalOfAttempt(env.redis, env.prefix, jobKey, attempt);
+    if (ended !== undefined) {
+      context.logger.info(
+        { outcome: ended.outcome, streamId: ended.streamId },
+        'attempt already ended: its final result stands',
+      );
+      if (ended.outcome === 'failed') throw new UnrecoverableError(ended.message ?? 'failed');
+      const { streamId: _streamId, ...result } = ended;
+      return result;
+    }
+  }
 
   let step: Step;
   try {
