@@ -1,7 +1,7 @@
-# kvm2's image: the CLI (`kvm2 worker`, `kvm2 board`, …) on Node.js 20. libvirt hosts are
+# kvm2's image: the CLI (`kvm2 worker`, `kvm2 board`, …) on Node.js 24 LTS. libvirt hosts are
 # reached over SSH, so nothing of libvirt is installed here: only the key and known_hosts the
 # configuration names, mounted at run time (docker-compose.yml, docs/operations.md).
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
@@ -14,7 +14,7 @@ COPY board board
 COPY cli cli
 RUN npm run build && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production \
     KVM2_CONFIG=/etc/kvm2/config.yaml

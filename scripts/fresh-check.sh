@@ -4,7 +4,8 @@
 # their times and the count line. What it undoes is what setup and the tests leave behind:
 # the daemons setup started, the Debian packages setup installs (purged, with what they pulled
 # in), libvirt's and kvm2's directories, the deb-src entries setup adds, the users and groups
-# setup makes, the npm cache, and the tests' leftover bridges and temporary directories.
+# setup makes, the Node.js it installs, the npm cache, and the tests' leftover bridges and
+# temporary directories.
 #
 # Usage (as root; it purges packages and stops daemons): bash scripts/fresh-check.sh [--keep DIR]
 #   --keep DIR  run in DIR (made empty) instead of a temporary directory, and keep it
@@ -65,6 +66,12 @@ for bridge in $(ip -br link show type bridge 2>/dev/null | awk '$1 ~ /^kv/ {prin
   ip link delete "$bridge" 2>/dev/null || true
 done
 rm -rf /tmp/kvm2-* /tmp/libvirt-src
+# The Node.js setup installed (scripts/node-runtime.sh), and its link ahead of the machine's.
+if [ "$(readlink /usr/local/bin/node 2>/dev/null)" = /opt/kvm2/node-24/bin/node ]; then
+  rm -f /usr/local/bin/node
+fi
+rm -rf /opt/kvm2
+hash -r
 npm cache clean --force >/dev/null 2>&1 || true
 
 if [ -z "$work" ]; then work=$(mktemp -d /tmp/fresh-check.XXXXXX); fi
@@ -90,7 +97,7 @@ test_status=$?
 test_s=$(($(date +%s) - start))
 log "npm test: exit $test_status in ${test_s} s ($((test_s / 60)) min $((test_s % 60)) s; log: $work/test.log)"
 sed 's/\x1b\[[0-9;]*m//g' "$work/test.log" | grep -E '^ +(Test Files|Tests|Duration) |^\[(typecheck|lint)\]'
-count=$(node scripts/test-count.mjs .cache/vitest-results.json "$test_status")
+count=$(node scripts/test-count.mjs --status "$test_status")
 if [ "$keep" = false ] && [ "$test_status" -eq 0 ]; then rm -rf "$work"; fi
 printf '%s\n' "$count"
 exit "$test_status"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Prepares a Debian 12 machine (as root, no systemd) to run kvm2 and its tests:
 # Debian packages, the daemons kvm2 talks to (virtlogd, libvirtd, redis-server), a dir pool
-# `default`, an isolated network `default`, the demo image, and the npm dependencies. Safe to run twice: every step checks before it acts.
+# `default`, an isolated network `default`, the demo image, Node.js 24 from the npm registry
+# when the machine's node is older than 22 (scripts/node-runtime.sh), and the npm
+# dependencies. Safe to run twice: every step checks before it acts.
 # Facts behind each step: shared/HOST-SETUP.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -160,8 +162,20 @@ if [ ! -f "$src_dir/tree/src/remote/remote_protocol.x" ]; then
 fi
 ln -sfn "$libvirt_version/tree" "$LIBVIRT_SRC_ROOT/installed"
 
+# Node.js 24 (and 22 for the unit suite's second run) when the machine's is older than 22.
+bash scripts/node-runtime.sh
+
 if [ -f package-lock.json ]; then
-  log "npm ci"
+  # Native addons (ssh2's crypto binding) must build against the headers of the node that will
+  # load them. This machine's ~/.npmrc gives node-gyp `nodedir=/usr`, Debian's Node 20 headers,
+  # and an addon built so fails to load on 24 ("Module did not self-register"; ssh2 then falls
+  # back to slower JavaScript ciphers). The running node's own headers, when it has them, win.
+  node_prefix=$(node -p 'require("node:path").resolve(process.execPath, "../..")')
+  if grep -qs "define NODE_MAJOR_VERSION $(node -p 'process.versions.node.split(".")[0]')\$" \
+    "$node_prefix/include/node/node_version.h"; then
+    export npm_config_nodedir=$node_prefix
+  fi
+  log "npm ci (native addons against the headers in ${npm_config_nodedir:-the configured nodedir})"
   npm ci --no-audit --no-fund --loglevel=error
 fi
 log "ready: libvirt $(virsh -c qemu:///system version | awk '/Using library/ {print $NF}'), redis $(redis-cli -p 6379 info server | awk -F: '/redis_version/ {print $2}' | tr -d '\r')"

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { context } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import type { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { expect } from 'vitest';
 import { DEFAULT_SOCKET } from '../../src/libvirt/transport/uri.js';
 import { parseConfig } from '../../src/provider/config/load.js';

@@ -11,7 +11,7 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { context, type Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import type { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { expect } from 'vitest';
 import { parseConfig } from '../../src/provider/config/load.js';
 import type { ImageConfig } from '../../src/provider/config/schema.js';

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { context } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import type { BasicTracerProvider, InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { TracerProvider, InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
 import { parseConfig } from '../../src/provider/config/load.js';
 import { Provider } from '../../src/provider/provider.js';
@@ -44,7 +44,7 @@ export interface ProviderSetup {
 
 export interface ProviderRig {
   readonly exporter: InMemorySpanExporter;
-  readonly tracerProvider: BasicTracerProvider;
+  readonly tracerProvider: TracerProvider;
   readonly logger: Logger;
   /** The providers' log lines (level debug and up), parsed. */
   readonly logLines: Record<string, unknown>[];

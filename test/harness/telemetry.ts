@@ -3,22 +3,22 @@
 import { Writable } from 'node:stream';
 import type { Tracer } from '@opentelemetry/api';
 import {
-  BasicTracerProvider,
+  TracerProvider,
   InMemorySpanExporter,
   SimpleSpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
+} from '@opentelemetry/sdk-trace';
 import pino, { type Logger } from 'pino';
 
 export interface MemoryTracing {
   readonly exporter: InMemorySpanExporter;
-  readonly tracerProvider: BasicTracerProvider;
+  readonly tracerProvider: TracerProvider;
   readonly tracer: Tracer;
 }
 
 export function memoryTracing(name = 'test'): MemoryTracing {
   const exporter = new InMemorySpanExporter();
-  const tracerProvider = new BasicTracerProvider({
-    spanProcessors: [new SimpleSpanProcessor(exporter)],
+  const tracerProvider = new TracerProvider({
+    spanProcessors: [new SimpleSpanProcessor({ exporter })],
   });
   return { exporter, tracerProvider, tracer: tracerProvider.getTracer(name) };
 }

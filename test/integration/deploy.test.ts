@@ -41,6 +41,12 @@ describe('docker-compose.yml', () => {
     };
     expect(dockerfile).toContain(`"${pkg.bin.kvm2}"`);
   });
+
+  it('the Dockerfile runs on Node.js 24 LTS', async () => {
+    const dockerfile = await readFile(`${ROOT}/Dockerfile`, 'utf8');
+    const bases = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]);
+    expect(bases).toEqual(['node:24-bookworm-slim', 'node:24-bookworm-slim']);
+  });
 });
 
 describe('npm start', () => {
