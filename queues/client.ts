@@ -23,6 +23,7 @@ import {
   closeConnection,
   connectProducer,
   createProducerConnection,
+  duplicateConnection,
   type RedisConnection,
   redisEndpoint,
   redisTarget,
@@ -36,7 +37,13 @@ import {
   type JobInput,
   type TraceContext,
 } from './registry.js';
-import { lastResultId, ResultWatcher, type WaitForResultOptions } from './result-readers.js';
+import {
+  ensureResultsGroup,
+  lastResultId,
+  ResultsReader,
+  ResultWatcher,
+  type WaitForResultOptions,
+} from './result-readers.js';
 import type { ResultEntry } from './results.js';
 
 export { DEFAULT_JOB_OPTIONS } from './job-options.js';
@@ -256,6 +263,31 @@ export class Kvm2Client {
     } catch (err) {
       throw asRedisError(this.#target, err);
     }
+  }
+
+  /**
+   * A consumer of the consumer group `group` on the results stream, on a connection of its own.
+   * Creates the group when it is missing, delivering from `start`: '$' (default) only what is
+   * appended from now on, '0' the whole retained stream. Close it when done.
+   */
+  async resultsReader(options: {
+    readonly group: string;
+    readonly consumer: string;
+    readonly start?: '$' | '0' | (string & {});
+  }): Promise<ResultsReader> {
+    this.#checkOpen();
+    const conn = duplicateConnection(this.#redis, { lazyConnect: true, enableOfflineQueue: false });
+    conn.on('error', () => {
+      // Surfaced to callers as ERR_REDIS_UNAVAILABLE; ioredis would print unhandled ones.
+    });
+    try {
+      await connectProducer(conn, this.#target);
+      await ensureResultsGroup(conn, this.prefix, options.group, options.start);
+    } catch (err) {
+      await closeConnection(conn);
+      throw asRedisError(this.#target, err);
+    }
+    return new ResultsReader(conn, this.prefix, options, (err) => asRedisError(this.#target, err));
   }
 
   /** Closes the queues and the connections. Waits in progress end with ERR_CLIENT_CLOSED. */

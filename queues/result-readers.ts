@@ -4,7 +4,12 @@
 import { Kvm2Error } from '../src/errors/error.js';
 import { parseInstanceEvent, type InstanceEventEntry } from './events.js';
 import { resultsKey } from './names.js';
-import { duplicateConnection, isRedisOffline, type RedisConnection } from './redis.js';
+import {
+  closeConnection,
+  duplicateConnection,
+  isRedisOffline,
+  type RedisConnection,
+} from './redis.js';
 import { FINAL_OUTCOMES, RESULTS_MAX_LEN, parseResult, type ResultEntry } from './results.js';
 
 type StreamEntries = [id: string, fields: string[]][];
@@ -144,6 +149,64 @@ export async function ackResults(
 ): Promise<number> {
   if (streamIds.length === 0) return 0;
   return redis.xack(resultsKey(prefix), group, ...streamIds);
+}
+
+/**
+ * One consumer of a consumer group on the results stream, on a connection of its own (a
+ * blocking read holds its connection). `Kvm2Client#resultsReader` makes one; the functions
+ * above do the same on a connection the caller owns. While Redis is away a read fails with
+ * ERR_REDIS_UNAVAILABLE; read again: nothing delivered and unacknowledged is lost (`pending`).
+ */
+export class ResultsReader {
+  readonly group: string;
+  readonly consumer: string;
+  readonly #conn: RedisConnection;
+  readonly #prefix: string;
+  readonly #unavailable: (err: unknown) => unknown;
+
+  constructor(
+    conn: RedisConnection,
+    prefix: string,
+    names: { readonly group: string; readonly consumer: string },
+    unavailable: (err: unknown) => unknown = (err) => err,
+  ) {
+    this.#conn = conn;
+    this.#prefix = prefix;
+    this.group = names.group;
+    this.consumer = names.consumer;
+    this.#unavailable = unavailable;
+  }
+
+  /** Results delivered to this consumer (instance events acknowledged and skipped). */
+  read(options: Omit<ReadResultsOptions, 'group' | 'consumer'> = {}): Promise<ResultEntry[]> {
+    return this.#run(() => readResults(this.#conn, this.#prefix, this.#options(options)));
+  }
+
+  /** Every entry delivered to this consumer, results and instance events, told apart by `type`. */
+  readStream(options: Omit<ReadResultsOptions, 'group' | 'consumer'> = {}): Promise<StreamEntry[]> {
+    return this.#run(() => readStream(this.#conn, this.#prefix, this.#options(options)));
+  }
+
+  /** XACK: these entries are handled and will not be delivered to the group again. */
+  ack(streamIds: readonly string[]): Promise<number> {
+    return this.#run(() => ackResults(this.#conn, this.#prefix, this.group, streamIds));
+  }
+
+  close(): Promise<void> {
+    return closeConnection(this.#conn);
+  }
+
+  #options(options: Omit<ReadResultsOptions, 'group' | 'consumer'>): ReadResultsOptions {
+    return { ...options, group: this.group, consumer: this.consumer };
+  }
+
+  async #run<T>(step: () => Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (err) {
+      throw this.#unavailable(err);
+    }
+  }
 }
 
 /** The id of the newest result, '0-0' when the stream is empty or missing. */
