@@ -87,6 +87,8 @@ export class RedactingBullMQAdapter extends BullMQAdapter {
 
 export interface BoardQueues {
   readonly adapters: RedactingBullMQAdapter[];
+  /** The Queue of a name given, for the fleet page's counts. */
+  queue(name: string): Queue | undefined;
   close(): Promise<void>;
 }
 
@@ -109,6 +111,7 @@ export function createBoardQueues(
     adapters: queues.map(
       (queue) => new RedactingBullMQAdapter(queue, { readOnlyMode: options.readOnly }),
     ),
+    queue: (name) => queues.find((queue) => queue.name === name),
     async close() {
       await Promise.all(queues.map((queue) => queue.close()));
     },

@@ -20,7 +20,9 @@ import {
 } from '../queues/redis.js';
 import type { Kvm2Config } from '../src/provider/config/schema.js';
 import { isLoopback, type ListenAddress } from '../src/provider/config/values.js';
+import { Provider } from '../src/provider/provider.js';
 import { createBoardQueues, type BoardQueues } from './adapters.js';
+import { FleetView, fleetRouter } from './fleet.js';
 import { basicAuth } from './auth.js';
 import { requestGuard } from './request-guard.js';
 import { apiPolicy } from './api-policy.js';
@@ -63,7 +65,12 @@ function errorResponder(logger: Logger): ErrorRequestHandler {
   };
 }
 
-function createApp(config: Kvm2Config, queues: BoardQueues, logger: Logger): express.Express {
+function createApp(
+  config: Kvm2Config,
+  queues: BoardQueues,
+  fleet: FleetView,
+  logger: Logger,
+): express.Express {
   const serverAdapter = new ExpressAdapter().setBasePath(BASE_PATH);
   createBullBoard({
     queues: queues.adapters,
@@ -77,6 +84,8 @@ function createApp(config: Kvm2Config, queues: BoardQueues, logger: Logger): exp
   app.disable('x-powered-by');
   app.use(requestGuard({ allowedHosts: config.board.allowedHosts }));
   if (config.board.auth !== undefined) app.use(basicAuth(config.board.auth));
+  // Before bull-board's router, which answers every path under its base.
+  app.use(fleetRouter(fleet, config));
   app.use(BASE_PATH, serverAdapter.getRouter() as express.Router);
   app.use(errorResponder(logger));
   return app;
@@ -133,11 +142,16 @@ export async function startBoard(
     readOnly: config.board.readOnly,
   });
 
+  // The fleet page lists each host's instances from libvirt (over SSH, like the workers).
+  const provider = new Provider(config, { logger });
+  const fleet = new FleetView({ config, redis, provider, queue: (name) => queues.queue(name) });
+
   let server: Server;
   try {
-    server = await listen(createApp(config, queues, logger), address);
+    server = await listen(createApp(config, queues, fleet, logger), address);
   } catch (err) {
     await queues.close();
+    await provider.close();
     await closeConnection(redis);
     throw err;
   }
@@ -156,6 +170,7 @@ export async function startBoard(
           await closeServer(server);
         } finally {
           await queues.close();
+          await provider.close();
           await closeConnection(redis);
         }
       })();

@@ -8,7 +8,7 @@ import type { DownloadProgress } from './image/fill.js';
 import { create, type CreatePhase } from './operations/create.js';
 import { deleteInstance } from './operations/delete.js';
 import { get } from './operations/get.js';
-import { listByTag } from './operations/list-by-tag.js';
+import { listByTag, listHostInstances } from './operations/list-by-tag.js';
 import { sweepOrphanVolumes, type SweepReport } from './operations/sweep.js';
 import { HostWatch, type HostWatchOptions } from './operations/watch-host.js';
 import type { CreateRequest } from './core/request.js';
@@ -55,6 +55,11 @@ export class Provider {
 
   listByTag(tag: string, options?: OperationOptions): Promise<Instance[]> {
     return listByTag(this.ctx, tag, options);
+  }
+
+  /** Every kvm2 instance of one host, of any tag (the fleet page). */
+  listHost(host: string, options?: OperationOptions): Promise<Instance[]> {
+    return listHostInstances(this.ctx, host, options);
   }
 
   /**

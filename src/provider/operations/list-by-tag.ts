@@ -30,6 +30,20 @@ export async function listByTag(
   });
 }
 
+/**
+ * Every kvm2 instance of one host, whatever its tag (the fleet page's view), from the same
+ * domain list and metadata. Domains kvm2 did not make are not listed.
+ */
+export function listHostInstances(
+  ctx: ProviderContext,
+  host: string,
+  options?: { signal?: AbortSignal | undefined },
+): Promise<Instance[]> {
+  return inSpan(ctx, 'provider.listHost', { 'kvm2.host': host }, () =>
+    listHost(ctx, host, undefined, { signal: options?.signal }),
+  );
+}
+
 /** One host could not be listed, so listByTag answers nothing, with that failure's kind. */
 export function partialViewError(host: string, err: unknown): Kvm2Error {
   return new Kvm2Error(
@@ -39,10 +53,11 @@ export function partialViewError(host: string, err: unknown): Kvm2Error {
   );
 }
 
+/** The host's kvm2 instances with `tag`; with `undefined`, all of them. */
 async function listHost(
   ctx: ProviderContext,
   host: string,
-  tag: string,
+  tag: string | undefined,
   io: { signal?: AbortSignal | undefined },
 ): Promise<Instance[]> {
   const conn = await ctx.hosts.shared(host, io);
@@ -68,7 +83,7 @@ async function listHost(
   const out: Instance[] = [];
   domains.forEach((dom, i) => {
     const meta = metas[i];
-    if (meta === null || meta === undefined || meta.tag !== tag) return;
+    if (meta === null || meta === undefined || (tag !== undefined && meta.tag !== tag)) return;
     out.push(toInstance(host, dom.name, meta, dom.id === -1 ? 'stopped' : 'running'));
   });
   return out;
