@@ -157,3 +157,35 @@ describe('create, get, delete', () => {
     expect(logLines.some((l) => JSON.stringify(l).includes('host is not configured'))).toBe(true);
   });
 });
+
+describe('a base image this process found complete', () => {
+  it('is not read again by the next create; removed behind its back, it is found missing and filled again', async () => {
+    const first = instanceName();
+    await provider.create({ host: 'h1', name: first, uid: newUid(), image: imageTag });
+    rig.exporter.reset();
+    const second = instanceName();
+    await provider.create({ host: 'h1', name: second, uid: newUid(), image: imageTag });
+    const calls = rig.exporter.getFinishedSpans().map((span) => span.name);
+    // The marker is read by a volume download (an iohelper on the daemon): not this time.
+    expect(calls).not.toContain('kvm2.StorageVolDownload');
+    expect(calls.filter((name) => name === 'kvm2.StorageVolCreateXML')).toHaveLength(2);
+
+    // An operator removes the base and its marker (the instances first).
+    const overlay = await virsh(['vol-dumpxml', '--pool', 'default', `kvm2-${second}.qcow2`]);
+    const basePath = /<backingStore>\s*<path>([^<]+)<\/path>/.exec(overlay)?.[1] ?? '';
+    const baseName = path.basename(basePath);
+    expect(baseName).toMatch(/^kvm2-base-[0-9a-f]{64}\./);
+    await provider.delete(`h1/${first}`);
+    await provider.delete(`h1/${second}`);
+    await virsh(['vol-delete', '--pool', 'default', baseName]);
+    await virsh(['vol-delete', '--pool', 'default', `${baseName}.sha256`]);
+
+    const third = instanceName();
+    const inst = await provider.create({ host: 'h1', name: third, uid: newUid(), image: imageTag });
+    expect(['running', 'provisioning']).toContain(inst.state);
+    expect(await poolVolumes()).toEqual(expect.arrayContaining([baseName, `${baseName}.sha256`]));
+    expect(
+      logLines.some((l) => l['msg'] === 'a remembered base image was refused; looking again'),
+    ).toBe(true);
+  }, 120_000);
+});

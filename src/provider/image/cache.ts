@@ -55,6 +55,37 @@ async function lookupPool(
   return (await conn.call(StoragePoolLookupByName, { name }, { signal })).pool;
 }
 
+/**
+ * Bases this process has found complete, per host table (a Provider and its views share one).
+ * A complete base stays complete: only a fill makes one, under its lock, and nothing of kvm2's
+ * removes one. So its marker (an iohelper process on the daemon, ~45 ms) is read once, not
+ * for every create. A base removed behind kvm2's back is forgotten by the create that finds
+ * its overlay refused (operations/create.ts), which then looks again.
+ */
+const completeBases = new WeakMap<ProviderContext['hosts'], Map<string, BaseImage>>();
+
+function basesOf(ctx: ProviderContext): Map<string, BaseImage> {
+  let bases = completeBases.get(ctx.hosts);
+  if (bases === undefined) completeBases.set(ctx.hosts, (bases = new Map<string, BaseImage>()));
+  return bases;
+}
+
+const baseKey = (host: string, imageName: string): string => `${host}\0${imageName}`;
+
+/** The base this process found complete before, without asking the host; undefined if none. */
+export function rememberedBaseImage(
+  ctx: ProviderContext,
+  host: string,
+  imageName: string,
+): BaseImage | undefined {
+  return basesOf(ctx).get(baseKey(host, imageName));
+}
+
+/** Forgets a remembered base: the next lookup reads the host again. */
+export function forgetBaseImage(ctx: ProviderContext, host: string, imageName: string): void {
+  basesOf(ctx).delete(baseKey(host, imageName));
+}
+
 /** The cached base volume, or undefined when it is not (completely) there. Never fills. */
 export async function findBaseImage(
   ctx: ProviderContext,
@@ -68,7 +99,10 @@ export async function findBaseImage(
   const conn = await ctx.hosts.shared(host, { signal });
   const pool = await lookupPool(conn, entry.poolName, signal);
   const found = await lookup(conn, pool, entry, signal);
-  return found.cached ? describeBase(conn, found.base, entry, found.sha256, signal) : undefined;
+  if (!found.cached) return undefined;
+  const base = await describeBase(conn, found.base, entry, found.sha256, signal);
+  basesOf(ctx).set(baseKey(host, imageName), base);
+  return base;
 }
 
 export interface FillOptions {

@@ -22,7 +22,12 @@ import { hostConfig, imageConfig, type ProviderContext } from '../core/host-cont
 import { Kvm2Error } from '../../errors/error.js';
 import type { DownloadProgress } from '../image/fill.js';
 import type { BaseImage } from '../image/base-image.js';
-import { fillBaseImageOnce, findBaseImage } from '../image/cache.js';
+import {
+  fillBaseImageOnce,
+  findBaseImage,
+  forgetBaseImage,
+  rememberedBaseImage,
+} from '../image/cache.js';
 import { deleteVolume, lookupVolume, writeSmallVolume } from '../image/volumes.js';
 import {
   formatInstanceId,
@@ -32,7 +37,14 @@ import {
   seedVolumeName,
   serialLogFile,
 } from '../core/ids.js';
-import { readInstance, readMetadata, type Instance } from '../core/instance.js';
+import {
+  readInstance,
+  readLiveState,
+  readMetadata,
+  toInstance,
+  type Instance,
+} from '../core/instance.js';
+import type { InstanceMetadata } from '../xml/types.js';
 import { asOperationError, isNoDomain } from '../core/not-found.js';
 import { parseCreateRequest, type ValidCreateRequest } from '../core/request.js';
 import { buildSeed } from '../seed/seed.js';
@@ -102,6 +114,8 @@ async function createLocked(
   const log = ctx.logger.child({ host, instance: req.name, uid: req.uid });
 
   let dom = await lookupDomain(conn, req.name, io);
+  // What this create defines, when it defines the domain: its metadata need not be read back.
+  let defined: InstanceMetadata | undefined;
   if (dom !== null) {
     const meta = await readMetadata(conn, dom, io);
     if (meta === null) {
@@ -118,11 +132,11 @@ async function createLocked(
     }
     log.info('adopting the domain a previous attempt defined');
   } else {
-    dom = await makeDomain(ctx, conn, host, req, io);
+    ({ dom, metadata: defined } = await makeDomain(ctx, conn, host, req, io));
   }
   io.onProgress?.('boot');
   try {
-    await startAndWait(conn, host, dom, io);
+    await startAndWait(conn, host, dom, io, { justDefined: defined !== undefined });
   } catch (err) {
     const refused = serialLogRefusal(ctx, host, req.name, err);
     if (refused === undefined) throw err;
@@ -134,7 +148,9 @@ async function createLocked(
     });
     throw refused;
   }
-  return readInstance(conn, host, dom, io);
+  if (defined === undefined) return readInstance(conn, host, dom, io);
+  const live = await readLiveState(conn, dom, defined.uid, io);
+  return toInstance(host, dom.name, defined, live.state, live.address);
 }
 
 /**
@@ -166,8 +182,9 @@ async function makeDomain(
   host: string,
   req: ValidCreateRequest,
   io: Io,
-): Promise<NonnullDomain> {
+): Promise<{ readonly dom: NonnullDomain; readonly metadata: InstanceMetadata }> {
   const hc = hostConfig(ctx, host);
+  const log = ctx.logger.child({ host, instance: req.name });
   const { pool } = await conn.call(StoragePoolLookupByName, { name: hc.pool }, io);
   const createdAt = new Date().toISOString();
   let seed: ReturnType<typeof buildSeed> | undefined;
@@ -190,25 +207,58 @@ async function makeDomain(
     }
   };
 
-  // 4–6. Reading a marker costs the daemon an iohelper process (~45 ms): a cache hit is looked
-  // up once. A miss meets the fill lock before anything else, so a create waiting for another's
+  // 4–6. Reading a marker costs the daemon an iohelper process (~45 ms): a base this process
+  // found complete before is not read again (image/cache.ts), and a cache hit is looked up
+  // once. A miss meets the fill lock before anything else, so a create waiting for another's
   // fill has built no seed and asked the image server nothing; the holder checks the space.
-  const cached = await findBaseImage(ctx, host, req.image, io);
-  if (cached !== undefined) await checkSpace(0, io.signal);
-  else io.onProgress?.('download');
-  const base =
-    cached ??
-    (await fillBaseImageOnce(ctx, host, req.image, {
+  const findBase = async (): Promise<BaseImage> => {
+    const cached = await findBaseImage(ctx, host, req.image, io);
+    if (cached !== undefined) {
+      await checkSpace(0, io.signal);
+      return cached;
+    }
+    io.onProgress?.('download');
+    return fillBaseImageOnce(ctx, host, req.image, {
       ...io,
       beforeFill: (imageBytes, signal) => checkSpace(imageBytes, signal),
-    }));
-  io.onProgress?.('volumes');
+    });
+  };
+  const remembered = rememberedBaseImage(ctx, host, req.image);
   const diskGiB = req.diskGiB ?? ctx.config.defaults.diskGiB;
-  // The overlay first: when an existing one is refused, no seed has been made for nothing.
-  const overlayPath = await ensureOverlay(conn, host, pool, req.name, base, diskGiB, io);
-  const seedPath = await uploadSeed(conn, pool, req.name, seedImage(), io);
+  const volumes = async (base: BaseImage): Promise<[string, string]> => {
+    io.onProgress?.('volumes');
+    // The overlay is looked at first: one that exists and is not backed by this base is
+    // refused before any seed is touched. Then its creation and the seed's go out together.
+    const overlay = await overlayState(conn, host, pool, req.name, base, io);
+    // Both settle before either's failure is thrown: nothing is left writing behind it.
+    const [made, seeded] = await Promise.allSettled([
+      overlay.path ?? createOverlay(conn, host, pool, req.name, base, diskGiB, io),
+      uploadSeed(conn, pool, req.name, seedImage(), io),
+    ]);
+    if (made.status === 'rejected') throw made.reason;
+    if (seeded.status === 'rejected') throw seeded.reason;
+    return [made.value, seeded.value];
+  };
+  let overlayPath: string;
+  let seedPath: string;
+  if (remembered === undefined) {
+    [overlayPath, seedPath] = await volumes(await findBase());
+  } else {
+    await checkSpace(0, io.signal);
+    try {
+      [overlayPath, seedPath] = await volumes(remembered);
+    } catch (err) {
+      if (!(err instanceof LibvirtError)) throw err;
+      // The base this process had found complete was refused (removed behind its back, say):
+      // forget it, look at the host again, fill it if it is gone.
+      forgetBaseImage(ctx, host, req.image);
+      log.warn({ err: err.message }, 'a remembered base image was refused; looking again');
+      [overlayPath, seedPath] = await volumes(await findBase());
+    }
+  }
 
   // 7: the metadata goes in with the define, so the domain is never unowned.
+  const metadata: InstanceMetadata = { uid: req.uid, createdAt, tag: req.tag, image: req.image };
   const xml = buildDomainXml({
     name: req.name,
     vcpus: req.vcpus ?? ctx.config.defaults.vcpus,
@@ -221,10 +271,10 @@ async function makeDomain(
     network: hc.network !== undefined ? { network: hc.network } : { bridge: hc.bridge },
     mac: macForUid(req.uid),
     serialLogPath: hc.serialLogDir === null ? null : serialLogFile(hc.serialLogDir, req.name),
-    metadata: { uid: req.uid, createdAt, tag: req.tag, image: req.image },
+    metadata,
   });
   const { dom } = await conn.call(DomainDefineXMLFlags, { xml, flags: DEFINE_VALIDATE }, io);
-  return dom;
+  return { dom, metadata };
 }
 
 async function lookupDomain(
@@ -240,8 +290,34 @@ async function lookupDomain(
   }
 }
 
-/** Step 5: the overlay backed by the base; an existing one only when backed by that base. */
-async function ensureOverlay(
+/**
+ * Step 5, first half: the overlay's path when it exists and is backed by the base (a retry's);
+ * ERR_FOREIGN_VOLUME when it exists backed by anything else; no path when there is none.
+ */
+async function overlayState(
+  conn: LibvirtConnection,
+  host: string,
+  pool: NonnullStoragePool,
+  name: string,
+  base: BaseImage,
+  io: Io,
+): Promise<{ readonly path?: string }> {
+  const volName = overlayVolumeName(name);
+  const vol = await lookupVolume(conn, pool, volName, io.signal);
+  if (vol === undefined) return {};
+  const { xml } = await conn.call(StorageVolGetXMLDesc, { vol, flags: 0 }, io);
+  const backing = parseVolumeBacking(xml);
+  if (backing?.path !== base.path) {
+    throw new Kvm2Error(
+      'ERR_FOREIGN_VOLUME',
+      `volume '${volName}' on host '${host}' exists but is not backed by image '${base.volumeName}': not overwritten`,
+    );
+  }
+  return { path: (await conn.call(StorageVolGetPath, { vol }, io)).name };
+}
+
+/** Step 5, second half: a new overlay backed by the base; its path. */
+async function createOverlay(
   conn: LibvirtConnection,
   host: string,
   pool: NonnullStoragePool,
@@ -250,35 +326,23 @@ async function ensureOverlay(
   diskGiB: number,
   io: Io,
 ): Promise<string> {
-  const volName = overlayVolumeName(name);
-  let vol = await lookupVolume(conn, pool, volName, io.signal);
-  if (vol !== undefined) {
-    const { xml } = await conn.call(StorageVolGetXMLDesc, { vol, flags: 0 }, io);
-    const backing = parseVolumeBacking(xml);
-    if (backing?.path !== base.path) {
-      throw new Kvm2Error(
-        'ERR_FOREIGN_VOLUME',
-        `volume '${volName}' on host '${host}' exists but is not backed by image '${base.volumeName}': not overwritten`,
-      );
+  const xml = buildVolumeXml({
+    name: overlayVolumeName(name),
+    capacityBytes: BigInt(diskGiB) * 2n ** 30n,
+    format: 'qcow2',
+    backingStore: { path: base.path, format: base.format },
+  });
+  try {
+    const { vol } = await conn.call(StorageVolCreateXML, { pool, xml, flags: 0 }, io);
+    return (await conn.call(StorageVolGetPath, { vol }, io)).name;
+  } catch (err) {
+    // Another attempt made it between our lookup and create: check it as above.
+    if (err instanceof LibvirtError && err.libvirtCode === VirErr.STORAGE_VOL_EXIST) {
+      const made = await overlayState(conn, host, pool, name, base, io);
+      if (made.path !== undefined) return made.path;
     }
-  } else {
-    const xml = buildVolumeXml({
-      name: volName,
-      capacityBytes: BigInt(diskGiB) * 2n ** 30n,
-      format: 'qcow2',
-      backingStore: { path: base.path, format: base.format },
-    });
-    try {
-      vol = (await conn.call(StorageVolCreateXML, { pool, xml, flags: 0 }, io)).vol;
-    } catch (err) {
-      // Another attempt made it between our lookup and create: check it as above.
-      if (err instanceof LibvirtError && err.libvirtCode === VirErr.STORAGE_VOL_EXIST) {
-        return ensureOverlay(conn, host, pool, name, base, diskGiB, io);
-      }
-      throw err;
-    }
+    throw err;
   }
-  return (await conn.call(StorageVolGetPath, { vol }, io)).name;
 }
 
 /** Step 6: the seed is always rebuilt, so a retried create never boots a stale one. */

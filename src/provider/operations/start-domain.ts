@@ -21,8 +21,13 @@ export async function startAndWait(
   host: string,
   dom: NonnullDomain,
   io: { readonly signal: AbortSignal },
+  options: { readonly justDefined?: boolean } = {},
 ): Promise<void> {
-  const before = await conn.call(DomainGetState, { dom, flags: 0 }, io);
+  // A domain this create has just defined is shut off: no need to ask.
+  const before =
+    options.justDefined === true
+      ? { state: DomainState.SHUTOFF as number, reason: 0 }
+      : await conn.call(DomainGetState, { dom, flags: 0 }, io);
   if (before.state === DomainState.RUNNING) return;
   const startingUp = before.state === DomainState.PAUSED && before.reason === PAUSED_STARTING_UP;
   if (
