@@ -166,11 +166,11 @@ export async function uploadStream<A>(
   const link = channel.link;
   try {
     const header = streamHeader(proc, serial, MessageStatus.CONTINUE);
-    const packets = new UploadPacketizer(header, (frames) => {
-      if (frames.length === 1) link.write(frames[0]);
+    const packets = new UploadPacketizer(header, (frames, written) => {
+      if (frames.length === 1) link.write(frames[0], written);
       else {
         link.cork();
-        for (const f of frames) link.write(f);
+        frames.forEach((f, i) => link.write(f, i === frames.length - 1 ? written : undefined));
         link.uncork();
       }
     });

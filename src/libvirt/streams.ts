@@ -15,32 +15,37 @@ export interface StreamSink {
 }
 
 const DOWNLOAD_HIGH_WATER = 4 * 1024 * 1024;
+/** Packet buffers kept for reuse: more than the socket's slack holds at once. */
+const SPARE_PACKETS = 8;
 
 /**
  * Cuts upload data into STREAM/CONTINUE packets of 262,120 bytes, the size every libvirt
- * accepts. A source chunk that holds a whole packet goes out without a copy (prefix + slice);
- * smaller chunks (an HTTP body arrives in ~64 KiB pieces) are gathered into one packet, since
- * the daemon pays per packet.
+ * accepts: chunks of any size (an HTTP body arrives in ~64 KiB pieces) are gathered into one
+ * packet, since the daemon pays per packet. Every byte is copied into a packet buffer, reused
+ * once its frame is written: a source may reuse its own buffer as soon as `push` returns (as
+ * virsh reads into one buffer), and no chunk is held after it. The copy costs less than the
+ * garbage it saves (a 1 GiB upload from a reused 256 KiB buffer: 1.6 s and 6 MiB of RSS, from
+ * fs.createReadStream's fresh chunks, sliced without a copy: 1.8–2.1 s and ~70 MiB).
  */
 export class UploadPacketizer {
   private packet: Buffer | undefined;
   private fill = 0;
+  /** Packet buffers whose frames have been written, kept for the next packets. */
+  private readonly spare: Buffer[] = [];
 
+  /**
+   * `emit` sends the frames and calls `written` once the link has taken them (the write's
+   * callback): the packet buffer is used again after that, never before.
+   */
   constructor(
     private readonly header: PacketHeader,
-    private readonly emit: (frames: Buffer[]) => void,
+    private readonly emit: (frames: Buffer[], written: () => void) => void,
   ) {}
 
   push(chunk: Uint8Array): void {
     let off = 0;
     while (off < chunk.length) {
-      if (this.fill === 0 && chunk.length - off >= STREAM_CHUNK_MAX) {
-        const part = chunk.subarray(off, off + STREAM_CHUNK_MAX);
-        this.emit([encodePrefix(this.header, part.length), part as Buffer]);
-        off += STREAM_CHUNK_MAX;
-        continue;
-      }
-      this.packet ??= Buffer.allocUnsafe(PREFIX_SIZE + STREAM_CHUNK_MAX);
+      this.packet ??= this.spare.pop() ?? Buffer.allocUnsafeSlow(PREFIX_SIZE + STREAM_CHUNK_MAX);
       const n = Math.min(STREAM_CHUNK_MAX - this.fill, chunk.length - off);
       this.packet.set(chunk.subarray(off, off + n), PREFIX_SIZE + this.fill);
       this.fill += n;
@@ -53,10 +58,13 @@ export class UploadPacketizer {
   flush(): void {
     if (this.packet === undefined || this.fill === 0) return;
     encodePrefix(this.header, this.fill).copy(this.packet, 0);
-    const frame = this.packet.subarray(0, PREFIX_SIZE + this.fill);
+    const packet = this.packet;
+    const frame = packet.subarray(0, PREFIX_SIZE + this.fill);
     this.packet = undefined;
     this.fill = 0;
-    this.emit([frame]);
+    this.emit([frame], () => {
+      if (this.spare.length < SPARE_PACKETS) this.spare.push(packet);
+    });
   }
 }
 

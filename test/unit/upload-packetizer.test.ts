@@ -35,3 +35,28 @@ it('sends the same bytes in full packets, whatever the chunking', () => {
     { numRuns: 50 },
   );
 });
+
+it('copies every byte: a source may reuse its buffer, and written packet buffers are reused', () => {
+  const source = Buffer.alloc(100_000);
+  const sent: Buffer[] = [];
+  const backing = new Set<ArrayBufferLike>();
+  const p = new UploadPacketizer(header, (fs, written) => {
+    for (const f of fs) {
+      sent.push(Buffer.from(f)); // what the socket would have sent
+      backing.add(f.buffer);
+    }
+    written();
+  });
+  const expected: Buffer[] = [];
+  for (let round = 0; round < 40; round++) {
+    source.fill(round); // the source's one buffer, overwritten for every chunk
+    expected.push(Buffer.from(source));
+    p.push(source);
+  }
+  p.flush();
+  const payload = Buffer.concat(sent.map((f) => f.subarray(PREFIX_SIZE)));
+  expect(payload.equals(Buffer.concat(expected))).toBe(true);
+  expect(sent.length).toBe(Math.ceil((40 * 100_000) / STREAM_CHUNK_MAX));
+  // Each frame written before the next was gathered: one packet buffer served them all.
+  expect(backing.size).toBe(1);
+});
