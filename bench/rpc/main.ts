@@ -1,14 +1,14 @@
 // bench/rpc: our libvirt client against libvirt's own C client (Debian's python3-libvirt, run
 // with /usr/bin/python3) and virsh, the same work against the same daemon, in one run.
 //
-//   npm run bench:rpc [-- --calls 20000 --rounds 3 --upload-mib 1024 --skip-upload --only-upload]
+//   npm run bench:rpc [-- --calls 20000 --rounds 5 --upload-mib 1024 --skip-upload --only-upload]
 //
 // Rates are ConnectGetLibVersion round trips per second: the cheapest call there is, so the
 // figure is per-call overhead (ours, the daemon's, the transport's). The daemon's ceiling is
 // the combined rate of several C clients on connections of their own, started together. Every
 // figure is the median of --rounds runs, ours and the reference interleaved, so a noisy
 // neighbour hits both alike.
-import { execFile, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -29,7 +29,7 @@ function arg(name: string, dflt: number): number {
   return i >= 0 ? Number(process.argv[i + 1]) : dflt;
 }
 const CALLS = arg('calls', 20_000);
-const ROUNDS = arg('rounds', 3);
+const ROUNDS = arg('rounds', 5);
 const UPLOAD_MIB = arg('upload-mib', 1024);
 const SKIP_UPLOAD = process.argv.includes('--skip-upload');
 const ONLY_UPLOAD = process.argv.includes('--only-upload');
@@ -152,7 +152,7 @@ async function rpcSection(
         perSec(r.ours),
         `daemon ceiling ${perSec(r.ref)}`,
         r.ours / r.ref,
-        0.9,
+        n === 8 ? 1.0 : 0.9,
       );
     }
   } finally {
@@ -198,6 +198,7 @@ async function uploadSection(): Promise<void> {
       ]);
     }
     const rss: number[] = [];
+    const before: number[] = [];
     const virshRss: number[] = [];
     const r = await sideBySide(
       async () => {
@@ -214,7 +215,9 @@ async function uploadSection(): Promise<void> {
           vols[1],
           file,
         ]);
-        rss.push((JSON.parse(stdout) as { peakRssMiB: number }).peakRssMiB);
+        const child = JSON.parse(stdout) as { peakRssMiB: number; rssBeforeMiB: number };
+        rss.push(child.peakRssMiB);
+        before.push(child.rssBeforeMiB);
         return UPLOAD_MIB / seconds;
       },
       async () => {
@@ -241,9 +244,12 @@ async function uploadSection(): Promise<void> {
       `${r.ours.toFixed(0)} MiB/s, RSS ${peak.toFixed(0)} MiB`,
       `virsh vol-upload ${r.ref.toFixed(0)} MiB/s, RSS ${Math.max(...virshRss).toFixed(0)} MiB`,
       r.ours / r.ref,
-      0.9,
+      1.0,
     );
-    const rssLine = `upload peak RSS ${peak.toFixed(0)} MiB (target < 128 MiB: ${peak < 128 ? 'met' : 'MISSED'})`;
+    const rssLine =
+      `upload peak RSS ${peak.toFixed(0)} MiB, of which the process before the upload began ` +
+      `${Math.max(...before).toFixed(0)} MiB (node ${process.version} alone: ` +
+      `${bareNodeRss().toFixed(0)} MiB) (target <= 48 MiB: ${peak <= 48 ? 'met' : 'MISSED'})`;
     summary.push(rssLine);
     console.log(rssLine);
   } finally {
@@ -278,3 +284,12 @@ async function main(): Promise<void> {
 }
 
 await main();
+
+/** The peak RSS of a node process that does nothing: the floor under any upload of ours. */
+function bareNodeRss(): number {
+  const out = execFileSync(process.execPath, [
+    '-e',
+    "console.log(/VmHWM:\\s+(\\d+)/.exec(require('fs').readFileSync('/proc/self/status','utf8'))[1])",
+  ]);
+  return Number(out.toString().trim()) / 1024;
+}
