@@ -11,6 +11,15 @@ import type { Procedure } from './procedure.js';
 
 type AnyProcedure = Procedure<any, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
+/**
+ * The window of a burst call (CallOptions.burst): libvirtd reads 5 requests ahead of its
+ * replies; the rest wait in the socket, so the daemon never waits a round trip for the next
+ * one. Only for quick reads sent many at once: while more than 4 are outstanding the daemon
+ * does not read the link, our keepalive answers included, which is safe only for calls that
+ * end in milliseconds (docs/libvirt-client.md).
+ */
+export const BURST_IN_FLIGHT = 32;
+
 export class PendingCall {
   serial = 0;
   /** performance.now() past which the call is abandoned; Infinity for none. */
@@ -27,6 +36,8 @@ export class PendingCall {
     readonly signal: AbortSignal | undefined,
     readonly resolve: (v: unknown) => void,
     readonly reject: (e: Error) => void,
+    /** How many calls may be on the wire, this one included, for it to be sent. */
+    readonly window: number,
   ) {}
 }
 
@@ -74,9 +85,13 @@ export class CallTable {
     args: A,
     signal: AbortSignal | undefined,
     timeoutMs: number,
+    burst = false,
   ): Promise<R> {
     return new Promise<R>((resolve, reject) => {
-      const call = new PendingCall(proc, signal, resolve as (v: unknown) => void, reject);
+      const window = burst
+        ? Math.max(BURST_IN_FLIGHT, this.options.maxInFlight)
+        : this.options.maxInFlight;
+      const call = new PendingCall(proc, signal, resolve as (v: unknown) => void, reject, window);
       try {
         call.serial = this.takeSerial();
         const w = packetWriter();
@@ -94,7 +109,7 @@ export class CallTable {
         return;
       }
       this.begin(call, timeoutMs);
-      if (this.pending.size < this.options.maxInFlight) this.send(call);
+      if (this.queue.length === 0 && this.pending.size < call.window) this.send(call);
       else this.queue.push(call);
     });
   }
@@ -222,9 +237,11 @@ export class CallTable {
   }
 
   private pump(): void {
-    while (this.pending.size < this.options.maxInFlight && this.queue.length > 0) {
-      const next = this.queue.shift();
-      if (next !== undefined) this.send(next);
+    // In order: a call waits for the calls queued before it, whatever their windows.
+    for (let next = this.queue[0]; next !== undefined; next = this.queue[0]) {
+      if (this.pending.size >= next.window) break;
+      this.queue.shift();
+      this.send(next);
     }
   }
 }

@@ -48,6 +48,11 @@ export interface CallOptions {
   readonly signal?: AbortSignal | undefined;
   /** This call's budget, ms; overrides the client's default. */
   readonly timeoutMs?: number | undefined;
+  /**
+   * One of many quick reads sent at once (listByTag's metadata reads): it may go on the wire
+   * while fewer than BURST_IN_FLIGHT calls are there, not only maxInFlight (docs/libvirt-client.md).
+   */
+  readonly burst?: boolean | undefined;
 }
 
 export interface StreamOptions extends CallOptions {
@@ -148,7 +153,13 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
       return Promise.reject(new CallAbortedError(proc.name, false, { cause: signal.reason }));
     }
     if (this.down) return Promise.reject(this.downReason(proc.name));
-    return this.calls.submit(proc, args, signal, options?.timeoutMs ?? this.callTimeoutMs);
+    return this.calls.submit(
+      proc,
+      args,
+      signal,
+      options?.timeoutMs ?? this.callTimeoutMs,
+      options?.burst === true,
+    );
   }
 
   /**

