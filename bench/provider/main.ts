@@ -271,6 +271,12 @@ async function listSection(
     // of 10 ms for the daemon and the sshd session, cpuUsage for ours).
     const cpu: string[] = [];
     const cpuGroups = { libvirtd: byComm('libvirtd'), sshd: sessionsOf(sshd) };
+    /** Every domain's name, as `virsh list` gives them: the reference's first step. */
+    const domainNames = async (): Promise<string[]> =>
+      (await virsh(['list', '--all', '--name'])).stdout
+        .split('\n')
+        .map((s) => s.trim())
+        .filter(Boolean);
     const perProcess: number[] = [];
     const oneProcess: number[] = [];
     for (let i = 0; i < ROUNDS; i++) {
@@ -290,11 +296,7 @@ async function listSection(
       const virshRound = async (): Promise<void> => {
         oneProcess.push(
           await timeIt(async () => {
-            const { stdout } = await virsh(['list', '--all', '--name']);
-            const names = stdout
-              .split('\n')
-              .map((s) => s.trim())
-              .filter(Boolean);
+            const names = await domainNames();
             const script = names.map((n) => `metadata ${n} --uri ${KVM2_XMLNS}`).join(' ; ');
             await run('virsh', ['-q', '-c', cUri, script], { maxBuffer: 64 << 20 }).catch(
               () => undefined,
@@ -309,11 +311,7 @@ async function listSection(
       if (i > 0) continue;
       perProcess.push(
         await timeIt(async () => {
-          const { stdout } = await virsh(['list', '--all', '--name']);
-          const names = stdout
-            .split('\n')
-            .map((s) => s.trim())
-            .filter(Boolean);
+          const names = await domainNames();
           // A few at a time, as xargs -P would: still one process (and SSH login) each.
           for (let k = 0; k < names.length; k += 4) {
             await Promise.all(

@@ -186,22 +186,25 @@ describe('the client as a package', () => {
     };
     const stream = `${fleet.scope.prefix}:results`;
     const fields = await documentedFields();
+    // The consumer's read: '>' for what it has not been given, '0' for what it has not acked.
+    const readGroup = async (id: '>' | '0'): Promise<Record<string, [string, string[]][]> | null> =>
+      JSON.parse(
+        await cli(
+          '--json',
+          'XREADGROUP',
+          'GROUP',
+          'wire',
+          'wire-1',
+          'COUNT',
+          '100',
+          'STREAMS',
+          stream,
+          id,
+        ),
+      ) as Record<string, [string, string[]][]> | null;
 
     expect(await cli('XGROUP', 'CREATE', stream, 'wire', '0', 'MKSTREAM')).toBe('OK');
-    const reply = JSON.parse(
-      await cli(
-        '--json',
-        'XREADGROUP',
-        'GROUP',
-        'wire',
-        'wire-1',
-        'COUNT',
-        '100',
-        'STREAMS',
-        stream,
-        '>',
-      ),
-    ) as Record<string, [string, string[]][]> | null;
+    const reply = await readGroup('>');
     const entries = reply?.[stream] ?? [];
     const results = entries
       .map(([id, flat]) => ({ id, fields: pairs(flat) }))
@@ -232,20 +235,7 @@ describe('the client as a package', () => {
       ...unknown[],
     ];
     expect(pending[0]).toBe(0);
-    const again = JSON.parse(
-      await cli(
-        '--json',
-        'XREADGROUP',
-        'GROUP',
-        'wire',
-        'wire-1',
-        'COUNT',
-        '100',
-        'STREAMS',
-        stream,
-        '0',
-      ),
-    ) as Record<string, unknown[]> | null;
+    const again = await readGroup('0');
     expect(again?.[stream]).toEqual([]);
   });
 
