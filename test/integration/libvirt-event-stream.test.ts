@@ -24,6 +24,17 @@ afterAll(async () => {
   await sshd?.stop();
 });
 
+/** Resolves once virsh says the domain runs, polling; fails after `ms`. */
+async function runningAgain(domain: string, ms: number): Promise<void> {
+  const deadline = performance.now() + ms;
+  for (;;) {
+    const state = (await virsh(['domstate', domain]).catch(() => '')).trim();
+    if (state === 'running') return;
+    if (performance.now() > deadline) throw new Error(`${domain} is ${state || '?'}, not running`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /** Resolves when `count()` reaches `n`, polling; fails after `ms`. */
 async function reaches(count: () => number, n: number, ms: number): Promise<void> {
   const deadline = performance.now() + ms;
@@ -59,6 +70,9 @@ describe('DomainEventStream', () => {
       await restartLibvirtd();
       await reaches(() => connects.length, 2, 20_000);
       expect(connects).toEqual([0, 1]);
+      // The new daemon takes its running domains back in threads of their own after it
+      // answers; a destroy sent before it has this one back is refused as "not running".
+      await runningAgain(name, 20_000);
       const before = heard.events.length;
       await virsh(['destroy', name]);
       const stopped = await heard.next(LifecycleEvent.STOPPED, before);
