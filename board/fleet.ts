@@ -7,7 +7,7 @@
 import type { Queue } from 'bullmq';
 import express from 'express';
 import { readHealth } from '../queues/health.js';
-import { resultsKey } from '../queues/names.js';
+import { hostQueueName, resultsKey } from '../queues/names.js';
 import type { RedisConnection } from '../queues/redis.js';
 import { parseResult, type ResultEntry } from '../queues/results.js';
 import type { Kvm2Config } from '../src/provider/config/schema.js';
@@ -91,7 +91,7 @@ export class FleetView {
   }
 
   async #counts(host: string): Promise<Counts | undefined> {
-    const queue = this.#sources.queue(`host.${host}`);
+    const queue = this.#sources.queue(hostQueueName(host));
     if (queue === undefined) return undefined;
     const counts = await queue.getJobCounts(...COUNTS);
     return Object.fromEntries(COUNTS.map((c) => [c, counts[c] ?? 0])) as Counts;

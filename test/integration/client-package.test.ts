@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../harness/build.js';
+import { markdownTable } from '../harness/markdown.js';
 import { startQueueFleet, TEST_DEFAULTS, type QueueFleet } from '../harness/queue-fleet.js';
 import { startWorkerProcess, type WorkerProcess } from '../harness/worker-process.js';
 
@@ -282,23 +283,9 @@ function ticked(cell: string): string[] {
   return [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1] ?? '');
 }
 
-/** The rows of the first table after `heading` in a markdown file: its cells, trimmed. */
-async function tableAfter(file: string, heading: RegExp): Promise<string[][]> {
-  const text = await readFile(path.join(ROOT, file), 'utf8');
-  const from = text.search(heading);
-  expect(from, `${heading} in ${file}`).toBeGreaterThanOrEqual(0);
-  const rows: string[][] = [];
-  for (const line of text.slice(from).split('\n').slice(1)) {
-    if (line.startsWith('|'))
-      rows.push(
-        line
-          .split('|')
-          .slice(1, -1)
-          .map((c) => c.trim()),
-      );
-    else if (rows.length > 0) break;
-  }
-  return rows.slice(2); // the header and its rule
+/** The rows of the first table after the line `heading` of a docs/ page (harness/markdown.ts). */
+async function tableAfter(file: string, heading: string): Promise<string[][]> {
+  return markdownTable(await readFile(path.join(ROOT, file), 'utf8'), heading);
 }
 
 /**
@@ -307,12 +294,15 @@ async function tableAfter(file: string, heading: RegExp): Promise<string[][]> {
  * stay in step.
  */
 async function documentedFields(): Promise<Map<string, (value: string) => boolean>> {
-  const states = (await tableAfter('docs/states.md', /^kvm2's states/m)).flatMap((row) =>
-    ticked(row[0] ?? ''),
-  );
+  const states = (
+    await tableAfter(
+      'docs/states.md',
+      "kvm2's states, and what an upstream application does with each:",
+    )
+  ).flatMap((row) => ticked(row[0] ?? ''));
   expect(states).toContain('running');
   const checks = new Map<string, (value: string) => boolean>();
-  for (const [fieldCell = '', type = ''] of await tableAfter('docs/results.md', /^## Fields/m)) {
+  for (const [fieldCell = '', type = ''] of await tableAfter('docs/results.md', '## Fields')) {
     const [field = ''] = ticked(fieldCell);
     checks.set(field, checkOf(type, states));
   }
