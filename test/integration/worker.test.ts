@@ -6,6 +6,7 @@ import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hostQueueName } from '../../queues/names.js';
 import { startQueueFleet, type QueueFleet } from '../harness/queue-fleet.js';
+import { waitUntil } from '../harness/fault-kit.js';
 import { virsh } from '../harness/virsh.js';
 import { startWorkerProcess, type WorkerProcess } from '../harness/worker-process.js';
 
@@ -66,6 +67,51 @@ describe('create and delete through the client library', () => {
       expect(await fleet.domains()).not.toContain(name);
       expect(await fleet.volumes()).toEqual([]);
     } finally {
+      await client.close();
+    }
+  }, 120_000);
+
+  it('a domain found off while its create waits for the address is started again, and the wait goes on', async () => {
+    const client = fleet.client();
+    const queue = new Queue(hostQueueName('h1'), {
+      connection: fleet.scope.redis,
+      prefix: fleet.scope.prefix,
+    });
+    try {
+      const name = fleet.name('off');
+      // The tiny image never reports an address: the create waits (30 s at most).
+      const created = await client.create({ host: 'h1', name, image: fleet.image, tag: 'wk' });
+      await waitUntil(
+        async () => {
+          const progress = (await queue.getJob(created.jobId))?.progress as { phase?: string };
+          return progress?.phase === 'address';
+        },
+        60_000,
+        'the create to wait for the address',
+      );
+      await virsh(['destroy', name]);
+      // Its host went down, say: the next run of the wait finds it off and starts it.
+      const warned = await worker?.waitForLog(
+        (l) =>
+          l.msg ===
+          'the instance went off while its create waited for the address; starting it again',
+        30_000,
+      );
+      expect(warned).toMatchObject({ instance: `h1/${name}`, state: 'stopped' });
+      await waitUntil(
+        async () => (await virsh(['domstate', name])).trim() === 'running',
+        30_000,
+        `${name} to run again`,
+      );
+      // Still one job, still waiting: no result yet (the delete below supersedes it).
+      expect(await queue.getJobState(created.jobId)).toMatch(/^(delayed|active|waiting)$/);
+      const deleted = await client.delete(created.id);
+      expect((await client.waitFor(deleted.jobId, { timeoutMs: 60_000 })).outcome).toBe(
+        'succeeded',
+      );
+      expect(await fleet.domains()).not.toContain(name);
+    } finally {
+      await queue.close();
       await client.close();
     }
   }, 120_000);

@@ -5,12 +5,11 @@
 import { createGeneration } from '../../queues/generations.js';
 import { addressWaitKey } from '../../queues/names.js';
 import { Kvm2Error } from '../../src/errors/error.js';
-import { createRequestOf, type CreateProgress, type JobData } from '../../queues/registry.js';
+import { createRequestOf, type CreateProgress } from '../../queues/registry.js';
 import { formatInstanceId, parseInstanceId } from '../../src/provider/core/ids.js';
 import type { Instance } from '../../src/provider/core/instance.js';
 import type { Provider } from '../../src/provider/provider.js';
 import type { JobRun } from '../run/job-run.js';
-import type { WorkerServices } from '../run/services.js';
 import { beginInstanceJob } from '../run/admission.js';
 import { JobLocks } from '../locks/job-locks.js';
 import { busyDelay, delay, succeeded, superseded, type Step } from '../run/outcome.js';
@@ -77,7 +76,7 @@ export async function processCreate(run: JobRun<'create'>, queueHost: string): P
   const base = { instanceId: id, generation: data.generation };
   const deadline = addressDeadline(job.progress);
   return underInstanceLock(run, base, data.uid, async (provider, locked) => {
-    if (deadline !== undefined) return checkAddress(env, provider, data, id, deadline, locked);
+    if (deadline !== undefined) return checkAddress(run, provider, id, deadline, locked);
 
     const request = createRequestOf(data);
     const progress = (value: CreateProgress): void => {
@@ -150,15 +149,15 @@ async function replacedOlderCreate(
 }
 
 async function checkAddress(
-  env: WorkerServices,
+  run: JobRun<'create'>,
   provider: Provider,
-  data: JobData<'create'>,
   id: string,
   deadline: number,
   signal: AbortSignal,
 ): Promise<Step> {
+  const { services: env, data } = run;
   const base = { instanceId: id, generation: data.generation };
-  const instance = await provider.get(id, { signal });
+  let instance = await provider.get(id, { signal });
   if (instance.uid !== data.uid) {
     throw new Kvm2Error(
       'ERR_INVALID_JOB',
@@ -166,6 +165,19 @@ async function checkAddress(
     );
   }
   if (instance.address !== undefined) return reportInstance(base, instance);
+  if (instance.state === 'stopped' || instance.state === 'crashed') {
+    // Off while its create waited (its host restarted, the guest crashed, someone destroyed
+    // it): the create is not done until the instance runs. Carry on from where it stands, as a
+    // retry would: adopt it and start it again (same disks, same seed, so the same
+    // instance-id: cloud-init does not redo its first boot), and keep waiting until the same
+    // deadline (docs/workers.md, "The address wait").
+    run.logger.warn(
+      { instance: id, state: instance.state },
+      'the instance went off while its create waited for the address; starting it again',
+    );
+    instance = await provider.create(createRequestOf(data), { signal });
+    if (instance.address !== undefined) return reportInstance(base, instance);
+  }
   if (Date.now() >= deadline) {
     return succeeded({
       ...base,
