@@ -231,6 +231,7 @@ const imageAt = imageSource('debian-12', {
   url: 'https://images.internal/x.qcow2',
   format: 'qcow2',
   maxSize: 20 * 2 ** 30,
+  vendorData: [],
 });
 const live = new AbortController().signal;
 

@@ -216,10 +216,12 @@ describe('seed ISO read by independent tools', () => {
         sha256(files.get('vendor-data') ?? Buffer.alloc(1)),
       );
       const agent = r?.vendorParts[0];
-      expect(agent?.type, c.label).toBe('text/cloud-config');
-      expect(agent?.filename).toBe('kvm2-guest-agent.cfg');
-      expect(agent?.payload).toContain('packages:\n  - qemu-guest-agent\n');
-      expect(agent?.payload).toContain('- [systemctl, enable, --now, qemu-guest-agent]');
+      // A vendor script, not cloud-config: user-data's keys cannot replace it (docs/seed.md).
+      expect(agent?.type, c.label).toBe('text/x-shellscript');
+      expect(agent?.filename).toBe('kvm2-guest-agent.sh');
+      expect(agent?.payload.startsWith('#!/bin/sh\n')).toBe(true);
+      expect(agent?.payload).toContain('apt-get install -y qemu-guest-agent');
+      expect(agent?.payload).toContain('systemctl start qemu-guest-agent');
       const extra = (c.input.vendorData ?? []).map((p) => ({
         type: p.contentType,
         filename: p.filename ?? null,

@@ -34,6 +34,37 @@ describe('errors name their path', () => {
       "kvm2.hosts[1].name: duplicate host name 'hv1' (also hosts[0])",
     ],
     [
+      'a vendor-data part whose type is not a MIME type',
+      withHost({
+        images: {
+          deb: { url: 'https://x/y', vendorData: [{ contentType: 'cloud', content: '' }] },
+        },
+      }),
+      'kvm2.images.deb.vendorData[0].contentType: "cloud" is not a MIME type',
+    ],
+    [
+      'a vendor-data part whose file name is a path',
+      withHost({
+        images: {
+          deb: {
+            url: 'https://x/y',
+            vendorData: [
+              { contentType: 'text/cloud-config', content: '#cloud-config\n' },
+              { contentType: 'text/x-shellscript', content: '#!/bin/sh\n', filename: '../x.sh' },
+            ],
+          },
+        },
+      }),
+      'kvm2.images.deb.vendorData[1].filename: "../x.sh" is not 1..64 characters of [A-Za-z0-9._-]',
+    ],
+    [
+      'a vendor-data part without content',
+      withHost({
+        images: { deb: { url: 'https://x/y', vendorData: [{ contentType: 'text/cloud-config' }] } },
+      }),
+      'kvm2.images.deb.vendorData[0].content: required',
+    ],
+    [
       'an image without url',
       withHost({ images: { 'debian-12': { format: 'raw' } } }),
       'kvm2.images.debian-12.url: required',

@@ -48,6 +48,7 @@ describe('the embedded default', () => {
         url: 'file:///var/lib/kvm2/images/demo.qcow2',
         format: 'qcow2',
         maxSize: 20 * 2 ** 30,
+        vendorData: [],
       },
     });
     expect(config.defaults).toEqual({
@@ -102,6 +103,7 @@ describe('loading files', () => {
       sha256: 'ab'.repeat(32),
       format: 'qcow2',
       maxSize: 20 * 2 ** 30,
+      vendorData: [],
     });
     expect(config.health.every).toBe(120_000);
   });

@@ -5,6 +5,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { redactUrl } from '../../errors/redact-url.js';
 import { parseLibvirtUri } from '../../libvirt/transport/uri.js';
+import { vendorPartProblem } from '../seed/vendor-part.js';
 import { duration, hostName, isLoopback, listen, parseListen, size } from './values.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -174,6 +175,23 @@ const imageUrl = z
     return url.protocol === 'file:' ? pathToFileURL(fileURLToPath(url)).href : value;
   });
 
+const vendorPart = z
+  .strictObject({
+    contentType: z.string(),
+    content: z.string().max(65_536, 'at most 65,536 characters'),
+    filename: z.string().optional(),
+  })
+  .superRefine((part, ctx) => {
+    const problem = vendorPartProblem(part);
+    if (problem !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [problem.field],
+        message: `${JSON.stringify(problem.value)} ${problem.message}`,
+      });
+    }
+  });
+
 const image = z.strictObject({
   url: imageUrl,
   sha256: z
@@ -184,6 +202,8 @@ const image = z.strictObject({
   format: z.enum(['qcow2', 'raw']).default('qcow2'),
   /** The most bytes a fill takes from the server, whatever it says or does not say. */
   maxSize: size.prefault('20GiB'),
+  /** vendor-data parts the image's guests get after kvm2's guest-agent part (docs/seed.md). */
+  vendorData: z.array(vendorPart).max(16, 'at most 16 parts').default([]),
 });
 
 const images = z.record(label('image name'), image).default({});

@@ -194,6 +194,7 @@ async function makeDomain(
       name: req.name,
       userData: req.userData,
       ...(req.networkConfig === undefined ? {} : { networkConfig: req.networkConfig }),
+      vendorData: imageConfig(ctx, req.image).vendorData,
     }));
   // 3: nothing is written when the image and seed cannot fit.
   const checkSpace = async (imageBytes: number, signal: AbortSignal | undefined): Promise<void> => {

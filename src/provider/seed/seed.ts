@@ -6,17 +6,12 @@
 import { randomBytes } from 'node:crypto';
 import { quoteForError, SeedError } from './errors.js';
 import { buildIso9660, type IsoFile } from './iso9660.js';
+import { vendorPartProblem, type VendorDataPart } from './vendor-part.js';
+
+export type { VendorDataPart } from './vendor-part.js';
 
 /** The volume label cloud-init's NoCloud source looks for (it also accepts `CIDATA`). */
 export const SEED_LABEL = 'cidata';
-
-export interface VendorDataPart {
-  /** A MIME type cloud-init handles, e.g. `text/cloud-config`, `text/x-shellscript`. */
-  readonly contentType: string;
-  readonly content: string;
-  /** 1..64 characters of [A-Za-z0-9._-]; cloud-init names part files after it. */
-  readonly filename?: string;
-}
 
 export interface SeedInput {
   /** meta-data `instance-id`: cloud-init reruns its per-instance modules when it changes. */
@@ -93,25 +88,50 @@ function yamlQuoted(value: string, field: string): string {
 }
 
 /**
- * The part that makes stock cloud images report their address through the guest agent.
- * Note: cloud-init gives user-data's config precedence key by key, so a user-data that sets
- * its own `packages` or `runcmd` replaces these (docs/seed.md).
+ * The part that makes stock cloud images report their address through the guest agent: a
+ * vendor script, which cloud-init's `scripts_vendor` module runs at first boot whatever
+ * user-data says. Not cloud-config: cloud-init merges user-data's cloud-config over
+ * vendor-data's key by key, so a user-data with its own `packages` or `runcmd` would drop the
+ * agent's (docs/seed.md shows that merge on a real guest). The script installs the agent only
+ * when the image lacks it (no package-index refresh on images that ship it, no network needed
+ * for them), then enables and starts it unless it runs already (Debian's udev rule starts it
+ * when its port appears). Its output reaches the console and
+ * /var/log/cloud-init-output.log, prefixed `kvm2-vendor-data:`.
  */
 const GUEST_AGENT_PART: VendorDataPart = {
-  contentType: 'text/cloud-config',
-  filename: 'kvm2-guest-agent.cfg',
+  contentType: 'text/x-shellscript',
+  filename: 'kvm2-guest-agent.sh',
   content: [
-    '#cloud-config',
-    'packages:',
-    '  - qemu-guest-agent',
-    'runcmd:',
-    '  - [systemctl, enable, --now, qemu-guest-agent]',
+    '#!/bin/sh',
+    '# kvm2: the guest agent reports the address (docs/seed.md).',
+    'say() { echo "kvm2-vendor-data: $*"; }',
+    'if command -v qemu-ga >/dev/null 2>&1; then',
+    '  say "qemu-guest-agent is installed"',
+    'elif command -v apt-get >/dev/null 2>&1; then',
+    '  export DEBIAN_FRONTEND=noninteractive',
+    '  apt-get install -y qemu-guest-agent || { apt-get update && apt-get install -y qemu-guest-agent; }',
+    'elif command -v dnf >/dev/null 2>&1; then',
+    '  dnf install -y qemu-guest-agent',
+    'elif command -v yum >/dev/null 2>&1; then',
+    '  yum install -y qemu-guest-agent',
+    'elif command -v zypper >/dev/null 2>&1; then',
+    '  zypper --non-interactive install qemu-guest-agent',
+    'elif command -v apk >/dev/null 2>&1; then',
+    '  apk add qemu-guest-agent',
+    'fi',
+    'command -v qemu-ga >/dev/null 2>&1 || { say "qemu-guest-agent could not be installed"; exit 1; }',
+    'if command -v systemctl >/dev/null 2>&1; then',
+    '  if systemctl is-active --quiet qemu-guest-agent; then say "qemu-guest-agent is running"; exit 0; fi',
+    '  systemctl enable qemu-guest-agent >/dev/null 2>&1 || true',
+    '  systemctl start qemu-guest-agent',
+    'elif command -v rc-service >/dev/null 2>&1; then',
+    '  rc-update add qemu-guest-agent default && rc-service qemu-guest-agent start',
+    'fi',
+    'say "qemu-guest-agent started"',
     '',
   ].join('\n'),
 };
 
-const CONTENT_TYPE_PATTERN = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*$/i;
-const FILENAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 /** RFC 2046 §5.1.1 bchars, without the space (which may not end a boundary anyway). */
 const BOUNDARY_PATTERN = /^[0-9A-Za-z'()+_,\-./:=?]{1,70}$/;
 
@@ -157,18 +177,12 @@ function assemble(parts: readonly string[], boundary: string): string {
 /** One part's headers and body. ASCII bodies go as 7bit text, others as base64 of UTF-8. */
 function encodePart(part: VendorDataPart, extraIndex: number): string {
   const field = extraIndex < 0 ? 'vendorData' : `vendorData[${extraIndex}]`;
-  if (!CONTENT_TYPE_PATTERN.test(part.contentType)) {
+  const problem = vendorPartProblem(part);
+  if (problem !== undefined) {
     throw new SeedError(
       'ERR_SEED_INVALID',
-      `${field}.contentType`,
-      `${quoteForError(part.contentType)} is not a MIME type`,
-    );
-  }
-  if (part.filename !== undefined && !FILENAME_PATTERN.test(part.filename)) {
-    throw new SeedError(
-      'ERR_SEED_INVALID',
-      `${field}.filename`,
-      `${quoteForError(part.filename)} is not 1..64 characters of [A-Za-z0-9._-]`,
+      `${field}.${problem.field}`,
+      `${quoteForError(problem.value)} ${problem.message}`,
     );
   }
   // Printable ASCII lines pass as they are; anything else (CR, NUL, UTF-8) would be at the
