@@ -27,6 +27,8 @@ PACKAGES=(
   util-linux iproute2
   # unpacks libvirt's Debian source package (its .x protocol files) for the generator's check
   dpkg-dev xz-utils
+  # builds the Debian cloud image (scripts/build-cloud-image.sh); virt-install for bench/guest
+  debootstrap mtools dosfstools systemd-boot-efi virtinst
 )
 
 # `setup.sh --packages`: the list, one a line (scripts/fresh-check.sh purges them).

@@ -79,15 +79,24 @@ async function build(force: boolean): Promise<GuestImage> {
 }
 
 function runScript(args: string[]): Promise<{ stdout: string; stderr: string }> {
+  return runImageScript(SCRIPT, args, BUILD_TIMEOUT_MS);
+}
+
+/** Runs an image build script; rejects with the tail of its log when it fails. */
+export function runImageScript(
+  script: string,
+  args: string[],
+  timeoutMs: number,
+): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     execFile(
       'bash',
-      [SCRIPT, ...args],
-      { timeout: BUILD_TIMEOUT_MS, maxBuffer: 16 << 20 },
+      [script, ...args],
+      { timeout: timeoutMs, maxBuffer: 16 << 20 },
       (err, stdout, stderr) => {
         if (err !== null) {
           const tail = stderr.split('\n').slice(-40).join('\n');
-          reject(new Error(`${SCRIPT} failed (${err.message.split('\n')[0]}):\n${tail}`));
+          reject(new Error(`${script} failed (${err.message.split('\n')[0]}):\n${tail}`));
         } else {
           resolve({ stdout, stderr });
         }
