@@ -93,7 +93,7 @@ function reported(log: string, kind: string): string[] {
 /**
  * The user-data: cloud-config in JSON form (YAML reads it). bootcmd runs at every boot: it
  * reports the instance-id cloud-init settled on and the instances it has seen, and starts a
- * unit that waits for cloud-init to finish and prints its status and result.json. write_files
+ * unit that waits for cloud-init to finish, syncs, and prints its status and result.json. write_files
  * and runcmd are per instance: the sentinel is printed once per instance, never again.
  * `packages` names one the image has (the guest has no route out; apt's index refresh fails
  * softly, the install finds it installed).
@@ -104,6 +104,11 @@ function userData(sentinel: string): string {
     'cloud-init status --wait >/dev/null 2>&1',
     `echo "kvm2-test: status $(cloud-init status --long 2>&1 | tr "\\n" " ")" ${tty}`,
     `echo "kvm2-test: result $(tr -d "\\n" </run/cloud-init/result.json)" ${tty}`,
+    // On disk before the last line, which the test waits for: the retry destroys the domain
+    // (a power cut), and cloud-init's records (and the boot counter) written in the last
+    // seconds would otherwise be lost with the guest's page cache (fresh-check saw boot 2
+    // counted as 1).
+    'sync',
     `echo "kvm2-test: agent $(systemctl is-active qemu-guest-agent)" ${tty}`,
   ].join('; ');
   const config = {
