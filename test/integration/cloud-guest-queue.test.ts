@@ -93,8 +93,9 @@ function reported(log: string, kind: string): string[] {
 /**
  * The user-data: cloud-config in JSON form (YAML reads it). bootcmd runs at every boot: it
  * reports the instance-id cloud-init settled on and the instances it has seen, and starts a
- * unit that waits for cloud-init to finish, syncs, and prints its status and result.json. write_files
- * and runcmd are per instance: the sentinel is printed once per instance, never again.
+ * unit that waits for cloud-init to finish, syncs, and prints its status and result.json.
+ * write_files and runcmd are per instance: the sentinel is printed once per instance, never
+ * again.
  * `packages` names one the image has (the guest has no route out; apt's index refresh fails
  * softly, the install finds it installed).
  */
