@@ -1,22 +1,14 @@
 // The library upstream applications import (SPEC §8): enqueue create, delete and gc jobs, and
 // wait for their results. Every payload is validated by the job registry before anything
 // reaches Redis; a Redis outage fails fast (no offline queue) with ERR_REDIS_UNAVAILABLE.
-import { randomUUID } from 'node:crypto';
 import { context, propagation } from '@opentelemetry/api';
-import { Queue } from 'bullmq';
-import {
-  formatInstanceId,
-  isValidName,
-  newUid,
-  parseInstanceId,
-} from '../src/provider/core/ids.js';
+import { formatInstanceId, isValidName, newUid } from '../src/provider/core/ids.js';
 import type { CreateRequest } from '../src/provider/core/request.js';
 import type { Kvm2Config } from '../src/provider/config/schema.js';
-import { commitGeneration, requestCount, requestDigest, reserveCreate } from './generations.js';
+import { requestDigest } from './generations.js';
 import { readHealth } from './health.js';
-import { deleteData, enqueueDelete } from './enqueue.js';
-import { DEFAULT_JOB_OPTIONS } from './job-options.js';
-import { DEFAULT_PREFIX, GC_QUEUE, hostQueueName } from './names.js';
+import { deleteData, enqueueCreate, enqueueDelete, enqueueGc } from './enqueue.js';
+import { DEFAULT_PREFIX } from './names.js';
 import { placeInZone, type ZoneConfig } from './placement.js';
 import {
   asRedisError,
@@ -39,7 +31,6 @@ import {
 } from './registry.js';
 import {
   ensureResultsGroup,
-  lastResultId,
   ResultsReader,
   ResultWatcher,
   type WaitForResultOptions,
@@ -103,7 +94,6 @@ export class Kvm2Client {
   readonly prefix: string;
   readonly #target: RedisTarget;
   readonly #redis: RedisConnection;
-  readonly #queues = new Map<string, Queue>();
   readonly #resultsFrom = new Map<string, string>();
   readonly #resolveZone: Kvm2ClientOptions['resolveZone'];
   readonly #placement: ZoneConfig | undefined;
@@ -151,41 +141,24 @@ export class Kvm2Client {
     // repeat of a zone request is recognised wherever placement would put it now.
     const digest = requestDigest(createRequestOf(data));
     if (data.host === undefined) data = await this.#place(data);
-    let id = formatInstanceId(data.host ?? '', data.name);
+    const id = formatInstanceId(data.host ?? '', data.name);
 
     const redis = await this.#connection();
     try {
-      const reservation = await reserveCreate(redis, this.prefix, {
-        instanceId: id,
-        uid,
-        jobId: randomUUID(),
-        digest,
-      });
-      if (reservation.digest !== digest) {
+      // One script: a fresh uid is reserved and its job added with its generation; a repeat
+      // gets the first create's job back (generations.ts).
+      const enqueued = await enqueueCreate(redis, this.prefix, data, { instanceId: id, digest });
+      if (enqueued.digest !== digest) {
         throw new Kvm2Error(
           'ERR_UID_REUSED',
-          `request.uid: already used by another create (job ${reservation.jobId}); a repeat must carry the same request`,
+          `request.uid: already used by another create (job ${enqueued.jobId}); a repeat must carry the same request`,
         );
-      }
-      const { jobId, generation } = reservation;
-      if (reservation.instanceId !== id) {
-        // A repeat of a zone request, first placed on another host: keep the first placement.
-        id = reservation.instanceId;
-        data = { ...data, host: parseInstanceId(id).host };
-      }
-      if (!reservation.enqueued) {
-        // A fresh reservation, or a repeat of one whose producer stopped before step 3:
-        // adding the same job id twice leaves one job (generations.ts has the whole order).
-        await this.#queue(hostQueueName(data.host ?? '')).add(
-          'create',
-          { ...data, generation },
-          { ...DEFAULT_JOB_OPTIONS.create, jobId },
-        );
-        await commitGeneration(redis, this.prefix, id, generation, uid);
       }
       await this.#confirmReplicated(redis);
-      this.#remember(jobId, reservation.resultsFrom);
-      return { jobId, uid, id, generation };
+      this.#remember(enqueued.jobId, enqueued.resultsFrom);
+      // A repeat of a zone request, first placed on another host, keeps the first placement.
+      const { jobId, instanceId, generation } = enqueued;
+      return { jobId, uid, id: instanceId, generation };
     } catch (err) {
       throw asRedisError(this.#target, err);
     }
@@ -199,7 +172,7 @@ export class Kvm2Client {
     const data = deleteData(id, traceContext);
     const redis = await this.#connection();
     try {
-      const queued = await enqueueDelete(redis, this.prefix, (name) => this.#queue(name), data);
+      const queued = await enqueueDelete(redis, this.prefix, data);
       // Unconditional: always enqueued (only a delete with unrequestedSince can be turned away).
       if (queued === undefined) throw new Error(`delete of ${id} was not enqueued`);
       await this.#confirmReplicated(redis);
@@ -226,17 +199,11 @@ export class Kvm2Client {
     });
     const redis = await this.#connection();
     try {
-      const from = await lastResultId(redis, this.prefix);
-      // The keep list is as of this call: a request made from here on wins over the GC.
-      const requestsBefore = await requestCount(redis, this.prefix);
-      const jobId = randomUUID();
-      await this.#queue(GC_QUEUE).add(
-        'gc',
-        { ...data, requestsBefore },
-        { ...DEFAULT_JOB_OPTIONS.gc, jobId },
-      );
+      // The job carries the request count of this moment: the keep list is as of this call, and
+      // a request made from here on wins over the GC.
+      const { jobId, resultsFrom } = await enqueueGc(redis, this.prefix, data);
       await this.#confirmReplicated(redis);
-      this.#remember(jobId, from);
+      this.#remember(jobId, resultsFrom);
       return { jobId };
     } catch (err) {
       throw asRedisError(this.#target, err);
@@ -295,9 +262,6 @@ export class Kvm2Client {
     if (this.#closed) return;
     this.#closed = true;
     this.#watcher.close();
-    const queues = [...this.#queues.values()];
-    this.#queues.clear();
-    await Promise.allSettled(queues.map((q) => q.close()));
     await closeConnection(this.#redis);
   }
 
@@ -334,19 +298,6 @@ export class Kvm2Client {
   async #connection(): Promise<RedisConnection> {
     await connectProducer(this.#redis, this.#target);
     return this.#redis;
-  }
-
-  /** Queues are made only on a ready connection: BullMQ waits for "ready" once, without bound. */
-  #queue(name: string): Queue {
-    let queue = this.#queues.get(name);
-    if (queue === undefined) {
-      queue = new Queue(name, { connection: this.#redis, prefix: this.prefix });
-      queue.on('error', () => {
-        // The add that hit it rejects; this listener keeps EventEmitter from throwing.
-      });
-      this.#queues.set(name, queue);
-    }
-    return queue;
   }
 
   /**

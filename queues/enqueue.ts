@@ -1,14 +1,56 @@
-// The steps of enqueueing a delete, shared by the client library and GC (which deletes through
-// the per-host queues like any upstream app): allocate a generation, add the job, commit the
-// generation. generations.ts explains the order and what a crash at each step leaves.
+// Enqueueing, shared by the client library and GC (which deletes through the per-host queues
+// like any upstream app): one Lua script per job kind allocates and commits a create's or a
+// delete's generation and adds its BullMQ job, atomically (queues/lua/enqueue-*.lua): one
+// round trip and no step to be stopped between. generations.ts says what the generations are.
 import { randomUUID } from 'node:crypto';
-import type { Queue } from 'bullmq';
 import { parseInstanceId } from '../src/provider/core/ids.js';
 import { DEFAULT_JOB_OPTIONS } from './job-options.js';
-import { allocateGeneration, commitGeneration } from './generations.js';
-import { hostQueueName } from './names.js';
-import { validateJob, type JobData, type TraceContext } from './registry.js';
+import { CREATE_RESERVATION_TTL_S, GENERATION_TTL_S } from './generations.js';
+import {
+  createKey,
+  GC_QUEUE,
+  generationKey,
+  hostQueueName,
+  jobAddKeys,
+  lastRequestKey,
+  latestGenerationKey,
+  requestCounterKey,
+  resultsKey,
+} from './names.js';
+import { validateJob, type JobData, type JobName, type TraceContext } from './registry.js';
 import type { RedisConnection } from './redis.js';
+import { LuaScript } from './script.js';
+
+const ENQUEUE_CREATE = LuaScript.load('enqueue-create');
+const ENQUEUE_DELETE = LuaScript.load('enqueue-delete');
+const ENQUEUE_GC = LuaScript.load('enqueue-gc');
+
+/** Each job kind's BullMQ options as the job's hash stores them (BullMQ's `opts` field). */
+const OPTS_HEAD = new Map(
+  (Object.keys(DEFAULT_JOB_OPTIONS) as JobName[]).map((name) => [
+    name,
+    JSON.stringify(DEFAULT_JOB_OPTIONS[name]).slice(0, -1),
+  ]),
+);
+
+function optsJson(name: JobName, jobId: string): string {
+  return `${OPTS_HEAD.get(name) ?? '{'},"jobId":${JSON.stringify(jobId)}}`;
+}
+
+/**
+ * The job's data as JSON, without `field`, up to where the script writes its value: the
+ * generation (or GC's request count) is known only inside the script.
+ */
+function dataHead(data: object, field: string): string {
+  const rest = Object.fromEntries(Object.entries(data).filter(([k]) => k !== field));
+  const json = JSON.stringify(rest);
+  return `${json.slice(0, -1)}${json === '{}' ? '' : ','}${JSON.stringify(field)}:`;
+}
+
+function toArray(reply: unknown): string[] {
+  if (!Array.isArray(reply)) throw new TypeError('unexpected reply from a kvm2 enqueue script');
+  return reply.map(String);
+}
 
 export interface EnqueuedDelete {
   readonly jobId: string;
@@ -19,7 +61,7 @@ export interface EnqueuedDelete {
 
 /**
  * A delete's data, validated (a permanent Kvm2Error naming the field otherwise), before
- * anything reaches Redis. Its generation is a placeholder that enqueueDelete replaces.
+ * anything reaches Redis. Its generation is a placeholder: the enqueue script writes the real one.
  */
 export function deleteData(id: string, traceContext?: TraceContext): JobData<'delete'> {
   return validateJob('delete', {
@@ -30,27 +72,115 @@ export function deleteData(id: string, traceContext?: TraceContext): JobData<'de
 }
 
 /**
- * Enqueues a delete (deleteData's) on its host's queue; `queueFor` gives a queue by name. With
- * `unrequestedSince` (a requestCount), only while no request for the instance was made after
- * that count was read: undefined, and nothing enqueued, when one was (generations.ts).
+ * Enqueues a delete (deleteData's) on its host's queue. With `unrequestedSince` (a
+ * requestCount), only while no request for the instance was made after that count was read:
+ * undefined, and nothing enqueued, when one was (generations.ts).
  */
 export async function enqueueDelete(
   redis: RedisConnection,
   prefix: string,
-  queueFor: (name: string) => Queue,
   data: JobData<'delete'>,
   options: { readonly unrequestedSince?: number } = {},
 ): Promise<EnqueuedDelete | undefined> {
-  const { host } = parseInstanceId(data.id);
-  const allocated = await allocateGeneration(redis, prefix, data.id, options.unrequestedSince);
-  if (allocated === undefined) return undefined;
-  const { generation, resultsFrom } = allocated;
+  const queue = hostQueueName(parseInstanceId(data.id).host);
   const jobId = randomUUID();
-  await queueFor(hostQueueName(host)).add(
-    'delete',
-    { ...data, generation },
-    { ...DEFAULT_JOB_OPTIONS.delete, jobId },
+  const [generation = '', resultsFrom = '0-0', requested] = toArray(
+    await ENQUEUE_DELETE.run(
+      redis,
+      [
+        ...jobAddKeys(prefix, queue, jobId),
+        resultsKey(prefix),
+        generationKey(prefix, data.id),
+        latestGenerationKey(prefix, data.id),
+        lastRequestKey(prefix, data.id),
+        requestCounterKey(prefix),
+      ],
+      [
+        jobId,
+        dataHead(data, 'generation'),
+        optsJson('delete', jobId),
+        Date.now(),
+        GENERATION_TTL_S,
+        options.unrequestedSince === undefined ? '' : String(options.unrequestedSince),
+      ],
+    ),
   );
-  await commitGeneration(redis, prefix, data.id, generation);
-  return { jobId, generation, resultsFrom };
+  if (requested !== undefined) return undefined;
+  return { jobId, generation: Number(generation), resultsFrom };
+}
+
+export interface EnqueuedCreateJob {
+  readonly jobId: string;
+  readonly generation: number;
+  /** False when this uid was reserved before: a repeat of the same create, nothing added. */
+  readonly fresh: boolean;
+  /** The digest the uid was first reserved with: a different one means a reused uid. */
+  readonly digest: string;
+  /** The results stream's last id before the uid was first reserved: where a waitFor starts. */
+  readonly resultsFrom: string;
+  /** The instance the uid was first reserved for (a zone request may place a repeat elsewhere). */
+  readonly instanceId: string;
+}
+
+/**
+ * Enqueues a create (validated data, its host placed) on its host's queue, unless its uid is
+ * reserved already: then the first create's job comes back and nothing is written.
+ */
+export async function enqueueCreate(
+  redis: RedisConnection,
+  prefix: string,
+  data: JobData<'create'>,
+  args: { readonly instanceId: string; readonly digest: string },
+): Promise<EnqueuedCreateJob> {
+  const queue = hostQueueName(parseInstanceId(args.instanceId).host);
+  const jobId = randomUUID();
+  const reply = toArray(
+    await ENQUEUE_CREATE.run(
+      redis,
+      [
+        ...jobAddKeys(prefix, queue, jobId),
+        resultsKey(prefix),
+        generationKey(prefix, args.instanceId),
+        latestGenerationKey(prefix, args.instanceId),
+        lastRequestKey(prefix, args.instanceId),
+        requestCounterKey(prefix),
+        createKey(prefix, data.uid),
+      ],
+      [
+        jobId,
+        dataHead(data, 'generation'),
+        optsJson('create', jobId),
+        Date.now(),
+        GENERATION_TTL_S,
+        args.digest,
+        CREATE_RESERVATION_TTL_S,
+        args.instanceId,
+      ],
+    ),
+  );
+  const [id = '', generation = '', digest = '', fresh = '0', from = '0-0'] = reply;
+  const [, , , , , instanceId = args.instanceId] = reply;
+  return {
+    jobId: id,
+    generation: Number(generation),
+    digest,
+    fresh: fresh === '1',
+    resultsFrom: from,
+    instanceId,
+  };
+}
+
+/** Enqueues a GC round (validated data); its job carries the request count of this moment. */
+export async function enqueueGc(
+  redis: RedisConnection,
+  prefix: string,
+  data: JobData<'gc'>,
+): Promise<{ readonly jobId: string; readonly resultsFrom: string }> {
+  const jobId = randomUUID();
+  const from = await ENQUEUE_GC.run(
+    redis,
+    [...jobAddKeys(prefix, GC_QUEUE, jobId), resultsKey(prefix), requestCounterKey(prefix)],
+    [jobId, dataHead(data, 'requestsBefore'), optsJson('gc', jobId), Date.now()],
+  );
+  return { jobId, resultsFrom: String(from) };
 }

@@ -31,6 +31,16 @@ export function allQueueNames(hosts: readonly { readonly name: string }[]): stri
   return [...hosts.map((h) => hostQueueName(h.name)), GC_QUEUE, HEALTH_QUEUE];
 }
 
+/**
+ * The BullMQ keys a job's add writes, in the order kvm2's enqueue scripts take them
+ * (queues/lua/includes/add-bullmq-job.lua): the queue's id counter, meta, active, wait, marker
+ * and events, then the job's hash. BullMQ's layout: `<prefix>:<queue>:<suffix>`.
+ */
+export function jobAddKeys(prefix: string, queue: string, jobId: string): string[] {
+  const base = `${prefix}:${queue}:`;
+  return ['id', 'meta', 'active', 'wait', 'marker', 'events', jobId].map((s) => base + s);
+}
+
 // Our own keys beside BullMQ's (`<prefix>:<queue>:…`). No queue is named `gen`, `create`,
 // `results` or `health`-with-a-colon, so they cannot collide.
 

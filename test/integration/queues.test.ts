@@ -13,16 +13,11 @@ import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kvm2Client } from '../../queues/client.js';
 import { deleteData, enqueueDelete } from '../../queues/enqueue.js';
-import {
-  isSuperseded,
-  latestGeneration,
-  requestCount,
-  requestDigest,
-  reserveCreate,
-} from '../../queues/generations.js';
+import { isSuperseded, latestGeneration, requestCount } from '../../queues/generations.js';
 import { generationKey, hostQueueName } from '../../queues/names.js';
 import { Kvm2Error } from '../../src/errors/error.js';
 import { appendResult } from '../../queues/results.js';
+import { sleep, waitUntil } from '../harness/fault-kit.js';
 import { request, result } from '../harness/queue-requests.js';
 import { redisScope, type RedisScope } from '../harness/redis.js';
 
@@ -123,7 +118,6 @@ describe('create and delete', () => {
 
   it("GC's delete is enqueued only while no request for the instance was made since the GC began", async () => {
     const queue = hostQueue('h1');
-    const queueFor = (): Queue => queue;
     const older = await client.create(request('gc-older'));
     const raced = await client.create(request('gc-race'));
     const began = await requestCount(scope.redis, scope.prefix);
@@ -133,13 +127,9 @@ describe('create and delete', () => {
 
     const counter = await scope.redis.get(generationKey(scope.prefix, 'h1/gc-race'));
     const before = await queuedCount(queue);
-    const skipped = await enqueueDelete(
-      scope.redis,
-      scope.prefix,
-      queueFor,
-      deleteData('h1/gc-race'),
-      { unrequestedSince: began },
-    );
+    const skipped = await enqueueDelete(scope.redis, scope.prefix, deleteData('h1/gc-race'), {
+      unrequestedSince: began,
+    });
     expect(skipped).toBeUndefined();
     expect(await queuedCount(queue)).toBe(before);
     expect(await scope.redis.get(generationKey(scope.prefix, 'h1/gc-race'))).toBe(counter);
@@ -148,17 +138,13 @@ describe('create and delete', () => {
     );
 
     // A request made before the GC began does not hold its delete back.
-    const queued = await enqueueDelete(
-      scope.redis,
-      scope.prefix,
-      queueFor,
-      deleteData('h1/gc-older'),
-      { unrequestedSince: began },
-    );
+    const queued = await enqueueDelete(scope.redis, scope.prefix, deleteData('h1/gc-older'), {
+      unrequestedSince: began,
+    });
     expect(queued?.generation).toBe(older.generation + 1);
     expect(await queuedCount(queue)).toBe(before + 1);
     // Nor does an instance kvm2 never saw a request for.
-    const fresh = await enqueueDelete(scope.redis, scope.prefix, queueFor, deleteData('h1/never'), {
+    const fresh = await enqueueDelete(scope.redis, scope.prefix, deleteData('h1/never'), {
       unrequestedSince: began,
     });
     expect(fresh?.generation).toBe(1);
@@ -211,32 +197,49 @@ describe('create and delete', () => {
     expect(job?.data).toEqual({ id: 'h2/db-1', generation: deleted.generation });
   });
 
-  it('finishes a create whose producer stopped after reserving, without superseding', async () => {
-    const queue = hostQueue('h3');
-    const older = await client.create(request('app-1', 'h3'));
-    // A producer reserved a repeat-able create and died before adding the job.
-    const uid = randomUUID();
-    const { generation: _g, ...validated } = {
-      ...request('app-1', 'h3'),
-      uid,
-      generation: 0,
-    };
-    const crashed = await reserveCreate(scope.redis, scope.prefix, {
-      instanceId: 'h3/app-1',
-      uid,
-      jobId: randomUUID(),
-      digest: requestDigest(validated),
+  it('enqueues a create, a delete and a GC each in one Redis command', async () => {
+    // Scripts loaded first (a script's first run ever is EVALSHA, NOSCRIPT, then EVAL).
+    await client.create(request('warm-up', 'h3'));
+    await client.delete('h3/warm-up');
+    await client.gc({ tag: 'warm-up', keep: [], graceMs: 0 });
+    // Every command sent (not run inside a script) that names this test's instance or the GC
+    // queue, seen by MONITOR.
+    const monitor = await scope.redis.monitor();
+    const seen: string[][] = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (source.toLowerCase().includes('lua')) return;
+      const ours = args.some((a) => a.startsWith(scope.prefix));
+      if (ours && args.some((a) => a.includes('one-step') || a.includes(':gc:'))) seen.push(args);
     });
-    expect(await isSuperseded(scope.redis, scope.prefix, 'h3/app-1', older.generation)).toBe(false);
-    // The upstream app repeats the create: the reserved job is added, under its generation.
-    const repeat = await client.create({ ...request('app-1', 'h3'), uid });
-    expect(repeat.jobId).toBe(crashed.jobId);
-    expect(repeat.generation).toBe(crashed.generation);
-    expect((await queue.getJob(repeat.jobId))?.data).toMatchObject({
-      uid,
-      generation: crashed.generation,
-    });
-    expect(await isSuperseded(scope.redis, scope.prefix, 'h3/app-1', older.generation)).toBe(true);
+    try {
+      const queue = hostQueue('h3');
+      const created = await client.create(request('one-step', 'h3'));
+      const deleted = await client.delete('h3/one-step');
+      const gc = await client.gc({ tag: 'one-step', keep: [], graceMs: 0 });
+      await waitUntil(() => seen.length >= 3, 5_000, 'the enqueues on MONITOR');
+      await sleep(200);
+      expect(seen.map((args) => args[0]?.toLowerCase())).toEqual(['evalsha', 'evalsha', 'evalsha']);
+      // The generation is in the job, and the delete supersedes the create at once.
+      expect((await queue.getJob(created.jobId))?.data).toMatchObject({
+        generation: created.generation,
+      });
+      expect((await queue.getJob(deleted.jobId))?.data).toEqual({
+        id: 'h3/one-step',
+        generation: deleted.generation,
+      });
+      expect(await isSuperseded(scope.redis, scope.prefix, 'h3/one-step', created.generation)).toBe(
+        true,
+      );
+      const gcJob = await new Queue('gc', { connection: scope.redis, prefix: scope.prefix }).getJob(
+        gc.jobId,
+      );
+      expect(gcJob?.data).toMatchObject({
+        tag: 'one-step',
+        requestsBefore: await requestCount(scope.redis, scope.prefix),
+      });
+    } finally {
+      monitor.disconnect();
+    }
   });
 
   it('a new client given many calls at once: each waits for the first dial and is enqueued', async () => {

@@ -49,7 +49,7 @@ export async function processGc(run: JobRun<'gc'>): Promise<Step> {
   for (const instance of victims) {
     signal.throwIfAborted();
     const request = deleteData(instance.id, traceContext);
-    const queued = await enqueueDelete(env.redis, env.prefix, env.queueFor, request, {
+    const queued = await enqueueDelete(env.redis, env.prefix, request, {
       unrequestedSince: began,
     });
     (queued === undefined ? overtaken : deleting).push(instance.id);

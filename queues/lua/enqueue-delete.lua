@@ -1,0 +1,23 @@
+-- A delete enqueued in one step: its generation allocated and committed and its job added,
+-- atomically (queues/generations.ts).
+-- KEYS: the queue's id, meta, active, wait, marker, events; the job's hash; results stream,
+-- generation counter, latest generation, last request, request counter.
+-- ARGV: job id, the job's data as JSON up to its generation's value, opts JSON, timestamp,
+-- generation TTL s, and a request count ('' for none: GC's unrequestedSince).
+-- Returns { generation, results id to read from }, or { '0', results id, 'requested' } when
+-- the instance's last request came after that count (nothing is enqueued).
+--- @include "includes/add-bullmq-job"
+--- @include "includes/next-generation"
+--- @include "includes/commit-generation"
+
+local q = queueKeys()
+local taken = jobIdTaken(q, ARGV[1])
+if taken then return taken end
+local from = lastResultId(KEYS[8])
+if ARGV[6] ~= '' and tonumber(redis.call('GET', KEYS[11]) or '0') > tonumber(ARGV[6]) then
+  return { '0', from, 'requested' }
+end
+local gen = nextGeneration(KEYS[9], KEYS[10], KEYS[11], KEYS[12], ARGV[5])
+addBullmqJob(q, ARGV[1], 'delete', ARGV[2] .. gen .. '}', ARGV[3], ARGV[4])
+commitGeneration(KEYS[10], gen, ARGV[5], nil)
+return { tostring(gen), from }
