@@ -1,11 +1,15 @@
 // What the provider finds on the host and must not undo or cannot use, against the real libvirtd
 // through the harness's sshd with virsh as the witness: a domain an administrator paused, an
-// overlay volume kvm2 did not make, and the serial log's directory (hosts[].serialLogDir).
+// overlay volume kvm2 did not make, one an earlier attempt left unfinished, and the serial
+// log's directory (hosts[].serialLogDir).
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/provider/config/load.js';
 import { newUid, serialLogFile } from '../../src/provider/core/ids.js';
+import { OVERLAY_BYTES, qcow2Overlay } from '../../src/provider/image/qcow2-overlay.js';
 import { Provider } from '../../src/provider/provider.js';
 import type { ImageServer } from '../harness/image-server.js';
 import { domainExists, poolVolumes, type TestNetwork } from '../harness/libvirt-objects.js';
@@ -65,6 +69,92 @@ describe('what an administrator did is not undone', () => {
       );
     }
   });
+});
+
+describe('an overlay an earlier attempt left behind (kvm2 writes its overlays, docs/provider.md)', () => {
+  const run = promisify(execFile);
+
+  /** qemu-img's reading of a file (-U: a running guest holds it). */
+  async function imageInfo(file: string): Promise<Record<string, unknown>> {
+    const { stdout } = await run('qemu-img', ['info', '--output=json', '-U', file]);
+    return JSON.parse(stdout) as Record<string, unknown>;
+  }
+
+  /** A raw volume `kvm2-<name>.qcow2` of the overlay's size holding `bytes` (or only zeros). */
+  async function leftOverlay(name: string, bytes?: Buffer): Promise<string> {
+    const vol = `kvm2-${name}.qcow2`;
+    await virsh(['vol-create-as', 'default', vol, String(OVERLAY_BYTES), '--format', 'raw']);
+    if (bytes !== undefined) {
+      const file = path.join(dir, `${name}.part`);
+      fs.writeFileSync(file, bytes);
+      await virsh(['vol-upload', '--pool', 'default', vol, file]);
+    }
+    return (await virsh(['vol-path', '--pool', 'default', vol])).trim();
+  }
+
+  it('an unfinished upload is written again and boots; a whole one is taken; another is refused', async () => {
+    // A first create: its overlay says what kvm2 writes over this base.
+    const first = instanceName();
+    await provider.create({ host: 'h1', name: first, uid: newUid(), image: imageTag });
+    const made = await imageInfo(
+      (await virsh(['vol-path', '--pool', 'default', `kvm2-${first}.qcow2`])).trim(),
+    );
+    await provider.delete(`h1/${first}`);
+    const base = String(made['backing-filename']);
+    const format = made['backing-filename-format'] === 'raw' ? 'raw' : 'qcow2';
+    const whole = qcow2Overlay({
+      virtualBytes: BigInt(Number(made['virtual-size'])),
+      backingPath: base,
+      backingFormat: format,
+    });
+
+    const cases = [
+      ['nothing uploaded', undefined],
+      ['the first 100,000 bytes uploaded', whole.subarray(0, 100_000)],
+      ['all of it uploaded', whole],
+    ] as const;
+    for (const [what, bytes] of cases) {
+      const name = instanceName();
+      const file = await leftOverlay(name, bytes);
+      const inode = fs.statSync(file).ino;
+      try {
+        const inst = await provider.create({ host: 'h1', name, uid: newUid(), image: imageTag });
+        expect(inst.state, what).not.toBe('stopped');
+        expect((await virsh(['domstate', name])).trim(), what).toBe('running');
+        // The same volume, now kvm2's overlay of this base.
+        expect(fs.statSync(file).ino, what).toBe(inode);
+        expect(await imageInfo(file), what).toMatchObject({
+          format: 'qcow2',
+          'backing-filename': base,
+          'backing-filename-format': format,
+        });
+      } finally {
+        await provider.delete(`h1/${name}`);
+      }
+      expect(await poolVolumes(), what).not.toContain(`kvm2-${name}.qcow2`);
+    }
+
+    // An overlay of another backing file is not this instance's: never written over.
+    const name = instanceName();
+    const other = qcow2Overlay({
+      virtualBytes: 2n ** 30n,
+      backingPath: `${base}.other`,
+      backingFormat: format,
+    });
+    const file = await leftOverlay(name, other);
+    try {
+      await expect(
+        provider.create({ host: 'h1', name, uid: newUid(), image: imageTag }),
+      ).rejects.toMatchObject({ code: 'ERR_FOREIGN_VOLUME', kind: 'permanent' });
+      expect(fs.readFileSync(file).equals(other)).toBe(true);
+      expect(await domainExists(name)).toBe(false);
+    } finally {
+      await virsh(['vol-delete', '--pool', 'default', `kvm2-${name}.qcow2`]).catch(() => undefined);
+      await virsh(['vol-delete', '--pool', 'default', `kvm2-${name}-seed.iso`]).catch(
+        () => undefined,
+      );
+    }
+  }, 180_000);
 });
 
 describe('the serial log (hosts[].serialLogDir, docs/configuration.md)', () => {

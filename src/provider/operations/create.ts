@@ -4,6 +4,7 @@
 //   5 overlay (reused only when backed by that base) · 6 seed (always rebuilt)
 //   7 define with metadata, start, wait until running.
 // Steps 3–6 are skipped when the domain exists: it was defined last, so its disks exist.
+import { Readable } from 'node:stream';
 import type { LibvirtConnection } from '../../libvirt/connection.js';
 import { VirErr } from '../../libvirt/error-codes.js';
 import { LibvirtError } from '../../libvirt/errors.js';
@@ -12,11 +13,12 @@ import {
   DomainLookupByName,
   StoragePoolGetInfo,
   StoragePoolLookupByName,
-  StorageVolCreateXML,
   StorageVolGetPath,
   StorageVolGetXMLDesc,
+  StorageVolUpload,
   type NonnullDomain,
   type NonnullStoragePool,
+  type NonnullStorageVol,
 } from '../../libvirt/protocol.gen.js';
 import { hostConfig, imageConfig, type ProviderContext } from '../core/host-context.js';
 import { Kvm2Error } from '../../errors/error.js';
@@ -28,7 +30,8 @@ import {
   forgetBaseImage,
   rememberedBaseImage,
 } from '../image/cache.js';
-import { deleteVolume, lookupVolume, writeSmallVolume } from '../image/volumes.js';
+import { OVERLAY_BYTES, qcow2Backing, qcow2Overlay } from '../image/qcow2-overlay.js';
+import { deleteVolume, lookupVolume, readSmallVolume, writeSmallVolume } from '../image/volumes.js';
 import {
   formatInstanceId,
   instanceLockName,
@@ -49,12 +52,19 @@ import { asOperationError, isNoDomain } from '../core/not-found.js';
 import { parseCreateRequest, type ValidCreateRequest } from '../core/request.js';
 import { buildSeed } from '../seed/seed.js';
 import { buildDomainXml } from '../xml/domain.js';
-import { buildVolumeXml, parseVolumeBacking } from '../xml/volume.js';
+import { parseVolumeBacking } from '../xml/volume.js';
 import { inSpan } from '../core/telemetry.js';
 import { removeLocked } from './delete.js';
 import { startAndWait } from './start-domain.js';
 
 const DEFINE_VALIDATE = 1; // VIR_DOMAIN_DEFINE_VALIDATE: libvirt checks the XML schema
+
+/** A base image this process remembered is no longer in the pool. */
+class BaseImageGone extends Error {
+  constructor(volumeName: string) {
+    super(`base image volume '${volumeName}' is no longer in the pool`);
+  }
+}
 
 interface Io {
   readonly signal: AbortSignal;
@@ -225,19 +235,24 @@ async function makeDomain(
     });
   };
   const remembered = rememberedBaseImage(ctx, host, req.image);
-  const diskGiB = req.diskGiB ?? ctx.config.defaults.diskGiB;
-  const volumes = async (base: BaseImage): Promise<[string, string]> => {
+  const diskBytes = BigInt(req.diskGiB ?? ctx.config.defaults.diskGiB) * 2n ** 30n;
+  const volumes = async (base: BaseImage, remembered = false): Promise<[string, string]> => {
     io.onProgress?.('volumes');
     // The overlay is looked at first: one that exists and is not backed by this base is
-    // refused before any seed is touched. Then its creation and the seed's go out together.
-    const overlay = await overlayState(conn, host, pool, req.name, base, io);
-    // Both settle before either's failure is thrown: nothing is left writing behind it.
-    const [made, seeded] = await Promise.allSettled([
-      overlay.path ?? createOverlay(conn, host, pool, req.name, base, diskGiB, io),
+    // refused before any seed is touched. Then its creation and the seed's go out together,
+    // and, for a base this process remembers, a look-up that it is still there (kvm2 writes
+    // the overlay itself: nothing else on the way to the define would notice it gone).
+    const overlay = await overlayState(conn, host, pool, req.name, base, diskBytes, io);
+    // All settle before any failure is thrown: nothing is left writing behind it.
+    const [made, seeded, found] = await Promise.allSettled([
+      overlay.path ?? createOverlay(conn, host, pool, req.name, base, diskBytes, io),
       uploadSeed(conn, pool, req.name, seedImage(), io),
+      remembered ? lookupVolume(conn, pool, base.volumeName, io.signal) : undefined,
     ]);
     if (made.status === 'rejected') throw made.reason;
     if (seeded.status === 'rejected') throw seeded.reason;
+    if (found.status === 'rejected') throw found.reason;
+    if (remembered && found.value === undefined) throw new BaseImageGone(base.volumeName);
     return [made.value, seeded.value];
   };
   let overlayPath: string;
@@ -247,11 +262,12 @@ async function makeDomain(
   } else {
     await checkSpace(0, io.signal);
     try {
-      [overlayPath, seedPath] = await volumes(remembered);
+      [overlayPath, seedPath] = await volumes(remembered, true);
     } catch (err) {
-      if (!(err instanceof LibvirtError)) throw err;
-      // The base this process had found complete was refused (removed behind its back, say):
-      // forget it, look at the host again, fill it if it is gone.
+      if (!(err instanceof LibvirtError) && !(err instanceof BaseImageGone)) throw err;
+      // The base this process had found complete was refused or is gone (removed behind its
+      // back, say): forget it, look at the host again, fill it if it is gone. The overlay just
+      // made names the base's path, which a fill makes again: the next round takes it.
       forgetBaseImage(ctx, host, req.image);
       log.warn({ err: err.message }, 'a remembered base image was refused; looking again');
       [overlayPath, seedPath] = await volumes(await findBase());
@@ -294,6 +310,12 @@ async function lookupDomain(
 /**
  * Step 5, first half: the overlay's path when it exists and is backed by the base (a retry's);
  * ERR_FOREIGN_VOLUME when it exists backed by anything else; no path when there is none.
+ *
+ * kvm2 writes its overlays (qcow2-overlay.ts) into raw-created volumes, so libvirt reports one
+ * as raw without a backing store until a pool refresh; its first clusters are read then (a
+ * retry's cost, never a first attempt's). An overlay an attempt began to upload and did not
+ * finish (zeros, or the first part of kvm2's bytes) is written again; the domain is defined
+ * only after its overlay is whole.
  */
 async function overlayState(
   conn: LibvirtConnection,
@@ -301,14 +323,24 @@ async function overlayState(
   pool: NonnullStoragePool,
   name: string,
   base: BaseImage,
+  virtualBytes: bigint,
   io: Io,
 ): Promise<{ readonly path?: string }> {
   const volName = overlayVolumeName(name);
   const vol = await lookupVolume(conn, pool, volName, io.signal);
   if (vol === undefined) return {};
   const { xml } = await conn.call(StorageVolGetXMLDesc, { vol, flags: 0 }, io);
-  const backing = parseVolumeBacking(xml);
-  if (backing?.path !== base.path) {
+  let backingPath = parseVolumeBacking(xml)?.path;
+  if (backingPath === undefined) {
+    const head = (await readSmallVolume(conn, vol, OVERLAY_BYTES, io.signal)) ?? Buffer.alloc(0);
+    const expected = overlayBytes(base, virtualBytes);
+    if (isUnfinishedUpload(head, expected)) {
+      await uploadOverlay(conn, vol, expected, io.signal);
+      return { path: (await conn.call(StorageVolGetPath, { vol }, io)).name };
+    }
+    backingPath = qcow2Backing(head)?.path;
+  }
+  if (backingPath !== base.path) {
     throw new Kvm2Error(
       'ERR_FOREIGN_VOLUME',
       `volume '${volName}' on host '${host}' exists but is not backed by image '${base.volumeName}': not overwritten`,
@@ -317,29 +349,53 @@ async function overlayState(
   return { path: (await conn.call(StorageVolGetPath, { vol }, io)).name };
 }
 
-/** Step 5, second half: a new overlay backed by the base; its path. */
+function overlayBytes(base: BaseImage, virtualBytes: bigint): Buffer {
+  return qcow2Overlay({ virtualBytes, backingPath: base.path, backingFormat: base.format });
+}
+
+/**
+ * True when `head` is what an interrupted upload of `expected` leaves: the volume's size, and
+ * a first part of `expected` (maybe none) followed by nothing but zeros.
+ */
+function isUnfinishedUpload(head: Buffer, expected: Buffer): boolean {
+  if (head.length !== expected.length || head.equals(expected)) return false;
+  let written = 0;
+  while (written < head.length && head[written] === expected[written]) written++;
+  for (let i = written; i < head.length; i++) if (head[i] !== 0) return false;
+  return true;
+}
+
+async function uploadOverlay(
+  conn: LibvirtConnection,
+  vol: NonnullStorageVol,
+  bytes: Buffer,
+  signal: AbortSignal,
+): Promise<void> {
+  const args = { vol, offset: 0n, length: BigInt(bytes.length), flags: 0 };
+  await conn.upload(StorageVolUpload, args, Readable.from([bytes]), { signal });
+}
+
+/**
+ * Step 5, second half: a new overlay backed by the base; its path. kvm2's own qcow2 bytes in
+ * a raw-created volume (libvirt's StorageVolCreateXML of a qcow2 runs qemu-img on the host).
+ */
 async function createOverlay(
   conn: LibvirtConnection,
   host: string,
   pool: NonnullStoragePool,
   name: string,
   base: BaseImage,
-  diskGiB: number,
+  virtualBytes: bigint,
   io: Io,
 ): Promise<string> {
-  const xml = buildVolumeXml({
-    name: overlayVolumeName(name),
-    capacityBytes: BigInt(diskGiB) * 2n ** 30n,
-    format: 'qcow2',
-    backingStore: { path: base.path, format: base.format },
-  });
+  const bytes = overlayBytes(base, virtualBytes);
   try {
-    const { vol } = await conn.call(StorageVolCreateXML, { pool, xml, flags: 0 }, io);
+    const vol = await writeSmallVolume(conn, pool, overlayVolumeName(name), bytes, io.signal);
     return (await conn.call(StorageVolGetPath, { vol }, io)).name;
   } catch (err) {
     // Another attempt made it between our lookup and create: check it as above.
     if (err instanceof LibvirtError && err.libvirtCode === VirErr.STORAGE_VOL_EXIST) {
-      const made = await overlayState(conn, host, pool, name, base, io);
+      const made = await overlayState(conn, host, pool, name, base, virtualBytes, io);
       if (made.path !== undefined) return made.path;
     }
     throw err;
