@@ -9,7 +9,7 @@ import type { Sshd } from '../../test/harness/sshd.js';
 import type { JobReturn } from '../../workers/runner.js';
 import { startWorker } from '../../workers/runtime.js';
 import { byComm, sessionsOf } from './proc-cpu.js';
-import { bareConnection, measure, QUEUE, testDriverHost, type Round } from './round.js';
+import { measure, observerConnection, QUEUE, testDriverHost, type Round } from './round.js';
 
 export async function kvm2Round(jobs: number, sshd: Sshd): Promise<Round> {
   const scope = await redisScope('bq-kvm2');
@@ -22,7 +22,7 @@ export async function kvm2Round(jobs: number, sshd: Sshd): Promise<Round> {
   const logger = pino({ level: 'warn' }, pino.destination(2));
   const runtime = await startWorker(config, { logger });
   const client = new Kvm2Client({ redisUrl: REDIS_URL, prefix: scope.prefix });
-  const observerConn = bareConnection();
+  const observerConn = observerConnection();
   const observer = new Queue(QUEUE, { connection: observerConn, prefix: scope.prefix });
   try {
     // Warm: the worker's SSH connection to libvirtd is up, BullMQ's and kvm2's scripts loaded.

@@ -12,6 +12,7 @@ import {
   bareConnection,
   drained,
   measure,
+  observerConnection,
   QUEUE,
   RETENTION,
   testDriverHost,
@@ -25,7 +26,7 @@ export async function bareRound(jobs: number, sshd?: Sshd): Promise<Round> {
     sshd === undefined ? undefined : new Provider(parseConfig({ hosts: [testDriverHost(sshd)] }));
   const producerConn = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
   const workerConn = bareConnection();
-  const observerConn = bareConnection();
+  const observerConn = observerConnection();
   const queue = new Queue(QUEUE, { connection: producerConn, prefix: scope.prefix });
   const observer = new Queue(QUEUE, { connection: observerConn, prefix: scope.prefix });
   const worker = new Worker(

@@ -27,16 +27,29 @@ export interface Round {
   readonly cpuUs: Readonly<Record<string, number>>;
   /** Commands this process sent to Redis, per job (each its own write unless pipelined). */
   readonly sentPerJob: number;
+  /** Commands for the other queues while they stood empty (kvm2's gc and health), per job. */
+  readonly idlePerJob: number;
   /** This process's write syscalls per job (Redis commands, SSH packets). */
   readonly writesPerJob: number;
 }
 
-// Every command this process sends, whichever connection: what the job path costs in requests.
+// Every command this process sends on the job path, whichever connection: what a job costs in
+// requests. The observer's connection (each side's, polling for the round's end and reading
+// the jobs back) is the bench's own and not counted (observerConnection).
+// kvm2's worker also serves the gc and health queues: what it sends for those while they stand
+// empty (BullMQ's fetches when woken) is counted apart, as idle polls.
 let sent = 0;
+let idle = 0;
+const unmetered = new WeakSet<Redis>();
+const IDLE_QUEUE = /:(gc|health):/;
 // eslint-disable-next-line @typescript-eslint/unbound-method -- re-bound by apply() below
 const sendCommand = Redis.prototype.sendCommand;
 Redis.prototype.sendCommand = function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
-  sent++;
+  if (!unmetered.has(this)) {
+    const keys = args[0]?.args ?? [];
+    if (keys.some((a) => typeof a === 'string' && IDLE_QUEUE.test(a))) idle++;
+    else sent++;
+  }
   return sendCommand.apply(this, args);
 };
 
@@ -75,6 +88,7 @@ export async function measure(
   const starts = new Map<string, number>();
   const ticks0 = sampleTicks(others);
   const sent0 = sent;
+  const idle0 = idle;
   const writes0 = ownWrites();
   const cpu0 = process.cpuUsage();
   const t0 = Date.now();
@@ -112,6 +126,7 @@ export async function measure(
     wallMs,
     cpuUs,
     sentPerJob: sentCmds / jobs,
+    idlePerJob: (idle - idle0) / jobs,
     writesPerJob: writes / jobs,
   };
 }
@@ -130,6 +145,13 @@ export function testDriverHost(sshd: Sshd): Record<string, unknown> {
 }
 
 /** A connection as BullMQ's docs make one for a Worker: none of kvm2's settings. */
+/** A connection for a side's observer: its commands are not the job path's. */
+export function observerConnection(): Redis {
+  const conn = bareConnection();
+  unmetered.add(conn);
+  return conn;
+}
+
 export function bareConnection(): Redis {
   return new Redis(REDIS_URL, { maxRetriesPerRequest: null });
 }
