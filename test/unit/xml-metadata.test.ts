@@ -62,6 +62,37 @@ describe('kvm2 metadata', () => {
     ).toEqual({ uid: 'u', createdAt: '2025-01-31T12:00:00Z', tag: '', image: 'i' });
   });
 
+  it('reads the plain element without the XML parser exactly as the parser reads it', () => {
+    // parseMetadata reads `<instance a="…"/>` without entities by pattern; the namespaced form
+    // always goes through the parser. Both must agree on every value.
+    const value = fc.string({ unit: 'grapheme', maxLength: 24 });
+    fc.assert(
+      fc.property(value, value, value, (uid, tag, image) => {
+        fc.pre(uid.trim() !== '');
+        const m = { uid, createdAt: '2025-01-31T12:00:00.000Z', tag, image };
+        let viaPattern: unknown;
+        let viaParser: unknown;
+        try {
+          viaPattern = parseMetadata(buildMetadata(m));
+          viaParser = parseMetadata(buildMetadata(m, { namespaced: true }));
+        } catch (err) {
+          // A value the builder refuses (a control character) proves nothing here.
+          fc.pre(false);
+          throw err;
+        }
+        expect(viaPattern).toEqual(m);
+        expect(viaParser).toEqual(m);
+      }),
+      { numRuns: 300 },
+    );
+    // The pattern leaves these to the parser: entities, a namespace, a repeated attribute.
+    expect(parseMetadata(`<instance ${ours} xmlns="https://example.com/"/>`)).toBeNull();
+    expect(() => parseMetadata(`<instance ${ours} tag="again"/>`)).toThrow();
+    expect(
+      parseMetadata(`<instance uid="a&amp;b" createdAt="2025-01-31T12:00:00Z" tag="t" image="i"/>`),
+    ).toMatchObject({ uid: 'a&b' });
+  });
+
   const ours = `uid="u1" createdAt="2025-01-31T12:00:00+02:00" tag="t" image="i"`;
   const expected = { uid: 'u1', createdAt: '2025-01-31T12:00:00+02:00', tag: 't', image: 'i' };
   const domainWith = (metadataXml: string, rootAttributes = ''): string =>

@@ -157,7 +157,10 @@ function findElement(root: XmlElement): XmlElement | undefined {
   );
 }
 
-function requiredAttribute(element: XmlElement, name: string): string {
+function requiredAttribute(
+  element: { readonly attributes: ReadonlyMap<string, string> },
+  name: string,
+): string {
   const value = element.attributes.get(name);
   if (value === undefined) {
     throw new XmlError('ERR_XML_METADATA_MALFORMED', `kvm2 metadata has no ${name}`, name);
@@ -172,8 +175,39 @@ function requiredAttribute(element: XmlElement, name: string): string {
  * not XML at all.
  */
 export function parseMetadata(xml: string): InstanceMetadata | null {
-  const element = findElement(readXml(xml));
-  if (element === undefined) return null;
+  const attributes = plainElementAttributes(xml) ?? findElement(readXml(xml))?.attributes;
+  if (attributes === undefined) return null;
+  return metadataFrom(attributes);
+}
+
+// virDomainGetMetadata's answer as libvirt prints it: the bare element, attributes in double
+// quotes, nothing else. Values without `&` or control characters need no decoding or
+// normalisation and are what the parser would read; any other text goes to the parser.
+// eslint-disable-next-line no-control-regex -- control characters are what it keeps out
+const PLAIN_ELEMENT = /^\s*<instance((?:\s+[A-Za-z]+="[^"<&\x00-\x1f]*")*)\s*\/>\s*$/;
+// eslint-disable-next-line no-control-regex -- as above
+const PLAIN_ATTRIBUTE = /([A-Za-z]+)="([^"<&\x00-\x1f]*)"/g;
+
+/**
+ * The attributes of the bare, entity-free element `<instance …/>`, read without the XML parser
+ * (a listing reads one per domain: ~2 µs instead of ~15–30); undefined for any other text,
+ * including a namespace declaration or a repeated attribute, which the parser then reads or
+ * refuses.
+ */
+function plainElementAttributes(xml: string): ReadonlyMap<string, string> | undefined {
+  const match = PLAIN_ELEMENT.exec(xml);
+  if (match === null) return undefined;
+  const attributes = new Map<string, string>();
+  for (const [, name = '', value = ''] of (match[1] ?? '').matchAll(PLAIN_ATTRIBUTE)) {
+    // A namespace declaration decides whose element it is: the parser's question.
+    if (name === 'xmlns' || attributes.has(name)) return undefined;
+    attributes.set(name, value);
+  }
+  return attributes;
+}
+
+function metadataFrom(attributes: ReadonlyMap<string, string>): InstanceMetadata {
+  const element = { attributes };
   const uid = requiredAttribute(element, 'uid');
   if (uid.trim() === '') {
     throw new XmlError('ERR_XML_METADATA_MALFORMED', 'kvm2 metadata has a blank uid', 'uid');
