@@ -40,13 +40,7 @@ import {
   seedVolumeName,
   serialLogFile,
 } from '../core/ids.js';
-import {
-  readInstance,
-  readLiveState,
-  readMetadata,
-  toInstance,
-  type Instance,
-} from '../core/instance.js';
+import { readInstance, readMetadata, toInstance, type Instance } from '../core/instance.js';
 import type { InstanceMetadata } from '../xml/types.js';
 import { asOperationError, isNoDomain } from '../core/not-found.js';
 import { parseCreateRequest, type ValidCreateRequest } from '../core/request.js';
@@ -66,6 +60,12 @@ const DEFINE_VALIDATE = 1; // VIR_DOMAIN_DEFINE_VALIDATE: libvirt checks the XML
  * are parsed as `virsh define` parses (docs/domain-xml.md).
  */
 const schemaChecked = new WeakSet<LibvirtConnection>();
+
+/** Volume look-ups a create sends before it knows it needs them (makeDomain). */
+interface EarlyLookups {
+  readonly overlay: Promise<NonnullStorageVol | undefined>;
+  readonly seed: Promise<NonnullStorageVol | undefined>;
+}
 
 /** A base image this process remembered is no longer in the pool. */
 class BaseImageGone extends Error {
@@ -131,6 +131,10 @@ async function createLocked(
   const conn = await ctx.hosts.shared(host, io);
   const log = ctx.logger.child({ host, instance: req.name, uid: req.uid });
 
+  // The pool is looked up beside the domain: a create that defines the domain needs it next; one
+  // that adopts has spent a read on nothing. (Its failure is the define path's to report.)
+  const poolLookup = conn.call(StoragePoolLookupByName, { name: hostConfig(ctx, host).pool }, io);
+  poolLookup.catch(() => undefined);
   let dom = await lookupDomain(conn, req.name, io);
   // What this create defines, when it defines the domain: its metadata need not be read back.
   let defined: InstanceMetadata | undefined;
@@ -150,7 +154,8 @@ async function createLocked(
     }
     log.info('adopting the domain a previous attempt defined');
   } else {
-    ({ dom, metadata: defined } = await makeDomain(ctx, conn, host, req, io));
+    const { pool } = await poolLookup;
+    ({ dom, metadata: defined } = await makeDomain(ctx, conn, host, pool, req, io));
   }
   io.onProgress?.('boot');
   try {
@@ -167,8 +172,10 @@ async function createLocked(
     throw refused;
   }
   if (defined === undefined) return readInstance(conn, host, dom, io);
-  const live = await readLiveState(conn, dom, defined.uid, io);
-  return toInstance(host, dom.name, defined, live.state, live.address);
+  // Just started by this create: running (the wait said so), and no guest has an address a few
+  // milliseconds after qemu launched it (its firmware is starting): provisioning, without
+  // asking the agent, ARP and leases. The address comes by the queue's wait (docs/workers.md).
+  return toInstance(host, dom.name, defined, 'provisioning');
 }
 
 /**
@@ -198,12 +205,22 @@ async function makeDomain(
   ctx: ProviderContext,
   conn: LibvirtConnection,
   host: string,
+  pool: NonnullStoragePool,
   req: ValidCreateRequest,
   io: Io,
 ): Promise<{ readonly dom: NonnullDomain; readonly metadata: InstanceMetadata }> {
   const hc = hostConfig(ctx, host);
   const log = ctx.logger.child({ host, instance: req.name });
-  const { pool } = await conn.call(StoragePoolLookupByName, { name: hc.pool }, io);
+  // The overlay's and the old seed's look-ups go out now, with the space check (a retry may
+  // find either); the first round of `volumes` takes them.
+  const guard = <T>(p: Promise<T>): Promise<T> => {
+    p.catch(() => undefined);
+    return p;
+  };
+  let early: EarlyLookups | undefined = {
+    overlay: guard(lookupVolume(conn, pool, overlayVolumeName(req.name), io.signal)),
+    seed: guard(lookupVolume(conn, pool, seedVolumeName(req.name), io.signal)),
+  };
   const createdAt = new Date().toISOString();
   let seed: ReturnType<typeof buildSeed> | undefined;
   const seedImage = (): ReturnType<typeof buildSeed> =>
@@ -250,11 +267,13 @@ async function makeDomain(
     // refused before any seed is touched. Then its creation and the seed's go out together,
     // and, for a base this process remembers, a look-up that it is still there (kvm2 writes
     // the overlay itself: nothing else on the way to the define would notice it gone).
-    const overlay = await overlayState(conn, host, pool, req.name, base, diskBytes, io);
+    const looked = early;
+    early = undefined;
+    const overlay = await overlayState(conn, host, pool, req.name, base, diskBytes, io, looked);
     // All settle before any failure is thrown: nothing is left writing behind it.
     const [made, seeded, found] = await Promise.allSettled([
       overlay.path ?? createOverlay(conn, host, pool, req.name, base, diskBytes, io),
-      uploadSeed(conn, pool, req.name, seedImage(), io),
+      uploadSeed(conn, pool, req.name, seedImage(), io, looked?.seed),
       remembered ? lookupVolume(conn, pool, base.volumeName, io.signal) : undefined,
     ]);
     if (made.status === 'rejected') throw made.reason;
@@ -335,9 +354,10 @@ async function overlayState(
   base: BaseImage,
   virtualBytes: bigint,
   io: Io,
+  early?: EarlyLookups,
 ): Promise<{ readonly path?: string }> {
   const volName = overlayVolumeName(name);
-  const vol = await lookupVolume(conn, pool, volName, io.signal);
+  const vol = await (early?.overlay ?? lookupVolume(conn, pool, volName, io.signal));
   if (vol === undefined) return {};
   const { xml } = await conn.call(StorageVolGetXMLDesc, { vol, flags: 0 }, io);
   let backingPath = parseVolumeBacking(xml)?.path;
@@ -419,9 +439,10 @@ async function uploadSeed(
   name: string,
   seed: Buffer,
   io: Io,
+  early?: Promise<NonnullStorageVol | undefined>,
 ): Promise<string> {
   const volName = seedVolumeName(name);
-  const old = await lookupVolume(conn, pool, volName, io.signal);
+  const old = await (early ?? lookupVolume(conn, pool, volName, io.signal));
   if (old !== undefined) await deleteVolume(conn, old, io.signal);
   const vol = await writeSmallVolume(conn, pool, volName, seed, io.signal);
   return (await conn.call(StorageVolGetPath, { vol }, io)).name;
