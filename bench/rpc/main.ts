@@ -246,6 +246,30 @@ async function uploadSection(): Promise<void> {
       r.ours / r.ref,
       1.0,
     );
+    // The floor under both: the pool's disk taking the same bytes (dd, 256 KiB writes, fsync at
+    // the end, as libvirt's iohelper syncs before it reports the upload done).
+    const disk: number[] = [];
+    const ddTarget = path.join('/var/lib/libvirt/images', 'kvm2-bench-dd.raw');
+    try {
+      for (let i = 0; i < ROUNDS; i++) {
+        const { seconds } = await timed('dd', [
+          `if=${file}`,
+          `of=${ddTarget}`,
+          'bs=256K',
+          'conv=fsync',
+          'status=none',
+        ]);
+        disk.push(UPLOAD_MIB / seconds);
+      }
+    } finally {
+      fs.rmSync(ddTarget, { force: true });
+    }
+    const diskLine =
+      `upload's floor: dd of the same file into the pool's directory, fsync'd: ` +
+      `${median(disk).toFixed(0)} MiB/s (${disk.map((x) => x.toFixed(0)).join('/')}); ` +
+      `ours ${(r.ours / median(disk)).toFixed(2)}x of it, virsh ${(r.ref / median(disk)).toFixed(2)}x`;
+    summary.push(diskLine);
+    console.log(diskLine);
     const rssLine =
       `upload peak RSS ${peak.toFixed(0)} MiB, of which the process before the upload began ` +
       `${Math.max(...before).toFixed(0)} MiB (node ${process.version} alone: ` +
