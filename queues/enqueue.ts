@@ -47,6 +47,39 @@ function dataHead(data: object, field: string): string {
   return `${json.slice(0, -1)}${json === '{}' ? '' : ','}${JSON.stringify(field)}:`;
 }
 
+/**
+ * What enqueue-create.lua and enqueue-delete.lua share: the keys of the job's add and the
+ * instance's generations, and the first arguments (the job, its data and options, the time,
+ * the generation TTL).
+ */
+function generationJob(
+  prefix: string,
+  name: 'create' | 'delete',
+  instanceId: string,
+  data: JobData<'create'> | JobData<'delete'>,
+): { readonly jobId: string; readonly keys: string[]; readonly args: (string | number)[] } {
+  const queue = hostQueueName(parseInstanceId(instanceId).host);
+  const jobId = randomUUID();
+  return {
+    jobId,
+    keys: [
+      ...jobAddKeys(prefix, queue, jobId),
+      resultsKey(prefix),
+      generationKey(prefix, instanceId),
+      latestGenerationKey(prefix, instanceId),
+      lastRequestKey(prefix, instanceId),
+      requestCounterKey(prefix),
+    ],
+    args: [
+      jobId,
+      dataHead(data, 'generation'),
+      optsJson(name, jobId),
+      Date.now(),
+      GENERATION_TTL_S,
+    ],
+  };
+}
+
 function toArray(reply: unknown): string[] {
   if (!Array.isArray(reply)) throw new TypeError('unexpected reply from a kvm2 enqueue script');
   return reply.map(String);
@@ -82,28 +115,13 @@ export async function enqueueDelete(
   data: JobData<'delete'>,
   options: { readonly unrequestedSince?: number } = {},
 ): Promise<EnqueuedDelete | undefined> {
-  const queue = hostQueueName(parseInstanceId(data.id).host);
-  const jobId = randomUUID();
+  const { jobId, keys, args } = generationJob(prefix, 'delete', data.id, data);
+  const unrequestedSince = options.unrequestedSince;
   const [generation = '', resultsFrom = '0-0', requested] = toArray(
-    await ENQUEUE_DELETE.run(
-      redis,
-      [
-        ...jobAddKeys(prefix, queue, jobId),
-        resultsKey(prefix),
-        generationKey(prefix, data.id),
-        latestGenerationKey(prefix, data.id),
-        lastRequestKey(prefix, data.id),
-        requestCounterKey(prefix),
-      ],
-      [
-        jobId,
-        dataHead(data, 'generation'),
-        optsJson('delete', jobId),
-        Date.now(),
-        GENERATION_TTL_S,
-        options.unrequestedSince === undefined ? '' : String(options.unrequestedSince),
-      ],
-    ),
+    await ENQUEUE_DELETE.run(redis, keys, [
+      ...args,
+      unrequestedSince === undefined ? '' : String(unrequestedSince),
+    ]),
   );
   if (requested !== undefined) return undefined;
   return { jobId, generation: Number(generation), resultsFrom };
@@ -132,30 +150,12 @@ export async function enqueueCreate(
   data: JobData<'create'>,
   args: { readonly instanceId: string; readonly digest: string },
 ): Promise<EnqueuedCreateJob> {
-  const queue = hostQueueName(parseInstanceId(args.instanceId).host);
-  const jobId = randomUUID();
+  const job = generationJob(prefix, 'create', args.instanceId, data);
   const reply = toArray(
     await ENQUEUE_CREATE.run(
       redis,
-      [
-        ...jobAddKeys(prefix, queue, jobId),
-        resultsKey(prefix),
-        generationKey(prefix, args.instanceId),
-        latestGenerationKey(prefix, args.instanceId),
-        lastRequestKey(prefix, args.instanceId),
-        requestCounterKey(prefix),
-        createKey(prefix, data.uid),
-      ],
-      [
-        jobId,
-        dataHead(data, 'generation'),
-        optsJson('create', jobId),
-        Date.now(),
-        GENERATION_TTL_S,
-        args.digest,
-        CREATE_RESERVATION_TTL_S,
-        args.instanceId,
-      ],
+      [...job.keys, createKey(prefix, data.uid)],
+      [...job.args, args.digest, CREATE_RESERVATION_TTL_S, args.instanceId],
     ),
   );
   const [id = '', generation = '', digest = '', fresh = '0', from = '0-0'] = reply;
