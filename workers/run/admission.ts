@@ -1,8 +1,9 @@
 // The start of a create or delete in one Redis round trip (queues/lua/begin-job.lua, atomic):
 // commit the job's generation, compare it with the instance's latest, and when it is still the
-// latest take the instance lock. The commit is the producer's own (the include both scripts
-// share); done together the three steps cost one round trip instead of three on the busiest
-// path of a worker (bench/queue).
+// latest take the instance lock. The commit is the one kvm2's enqueue scripts make when they add
+// the job (the include they share), here for a job added some other way; done together the
+// three steps cost one round trip instead of three on the busiest path of a worker
+// (bench/queue).
 import { GENERATION_TTL_S } from '../../queues/generations.js';
 import { createKey, latestGenerationKey } from '../../queues/names.js';
 import { LuaScript } from '../../queues/script.js';
