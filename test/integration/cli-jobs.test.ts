@@ -195,6 +195,7 @@ describe('events', () => {
         state,
         ...(state === 'running' ? { address: '192.0.2.40' } : {}),
         fresh: false,
+        startingUp: false,
       },
     });
 

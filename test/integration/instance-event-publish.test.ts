@@ -49,6 +49,7 @@ function seen(name: string, over: Partial<Observation> = {}, event = 'started'):
     state: 'running',
     address: '192.0.2.10',
     fresh: false,
+    startingUp: false,
     ...over,
   };
   return { host, name, cause: { event, detail: 'booted' }, observation };

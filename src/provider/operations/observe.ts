@@ -21,6 +21,11 @@ export interface Observation {
    * its start, not an instance that stopped.
    */
   readonly fresh: boolean;
+  /**
+   * Paused while qemu starts (PAUSED with reason STARTING_UP): a start under way, whose
+   * `started` lifecycle event is still to come.
+   */
+  readonly startingUp: boolean;
 }
 
 interface Io {
@@ -28,6 +33,7 @@ interface Io {
 }
 
 const SHUTOFF_UNKNOWN = 0; // VIR_DOMAIN_SHUTOFF_UNKNOWN
+const PAUSED_STARTING_UP = 11; // VIR_DOMAIN_PAUSED_STARTING_UP
 
 /** The domain as it is now: 'foreign' without kvm2 metadata, 'gone' when it no longer exists. */
 export async function observeDomain(
@@ -48,6 +54,7 @@ export async function observeDomain(
       state: live.state,
       ...(live.address === undefined ? {} : { address: live.address }),
       fresh: live.domainState === DomainState.SHUTOFF && live.reason === SHUTOFF_UNKNOWN,
+      startingUp: live.domainState === DomainState.PAUSED && live.reason === PAUSED_STARTING_UP,
     };
   } catch (err) {
     if (isNoDomain(err)) return 'gone';

@@ -188,7 +188,8 @@ export class HostWatch {
    * a destroy is `shutdown` then `stopped`): that event's look comes next and publishes what
    * it finds under its own name. A `shutdown` that finds the domain already off yields too:
    * `stopped` always follows; so does a `defined` that finds it started (`started` follows,
-   * or came first). The agent's connect publishes only an instance it finds
+   * or came first), and a recheck that finds qemu still starting it (a recheck scheduled by the
+   * define's look fires before `started` when a start takes longer than worker.addressPoll). The agent's connect publishes only an instance it finds
    * `running` (its address came): any other change is a lifecycle event's to announce.
    * `undefined` is the name's end whatever is found: a rename is a new name's `defined`.
    */
@@ -209,6 +210,7 @@ export class HostWatch {
     const yields =
       (cause.event === 'shutdown' && seen.state === 'stopped') ||
       (cause.event === 'defined' && seen.state !== 'stopped') ||
+      (cause.event === 'recheck' && seen.startingUp) ||
       (cause.event.startsWith('agent-') && seen.state !== 'running');
     if (!yields) await this.#publish({ host: this.#o.host, name, cause, observation: seen });
     this.#scheduleRecheck(conn, seen);
