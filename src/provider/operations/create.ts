@@ -31,7 +31,12 @@ import {
   rememberedBaseImage,
 } from '../image/cache.js';
 import { OVERLAY_BYTES, qcow2Backing, qcow2Overlay } from '../image/qcow2-overlay.js';
-import { deleteVolume, lookupVolume, readSmallVolume, writeSmallVolume } from '../image/volumes.js';
+import {
+  deleteVolume,
+  lookupVolume,
+  readSmallVolume,
+  writeSmallVolumeWithPath,
+} from '../image/volumes.js';
 import {
   formatInstanceId,
   instanceLockName,
@@ -420,8 +425,8 @@ async function createOverlay(
 ): Promise<string> {
   const bytes = overlayBytes(base, virtualBytes);
   try {
-    const vol = await writeSmallVolume(conn, pool, overlayVolumeName(name), bytes, io.signal);
-    return (await conn.call(StorageVolGetPath, { vol }, io)).name;
+    const volName = overlayVolumeName(name);
+    return (await writeSmallVolumeWithPath(conn, pool, volName, bytes, io.signal)).path;
   } catch (err) {
     // Another attempt made it between our lookup and create: check it as above.
     if (err instanceof LibvirtError && err.libvirtCode === VirErr.STORAGE_VOL_EXIST) {
@@ -444,6 +449,5 @@ async function uploadSeed(
   const volName = seedVolumeName(name);
   const old = await (early ?? lookupVolume(conn, pool, volName, io.signal));
   if (old !== undefined) await deleteVolume(conn, old, io.signal);
-  const vol = await writeSmallVolume(conn, pool, volName, seed, io.signal);
-  return (await conn.call(StorageVolGetPath, { vol }, io)).name;
+  return (await writeSmallVolumeWithPath(conn, pool, volName, seed, io.signal)).path;
 }
