@@ -6,7 +6,7 @@
 -- step; test/integration/bullmq-add.test.ts compares what it writes with what Queue.add writes
 -- and fails when a BullMQ upgrade changes the layout (package.json pins the version).
 -- Keys in `q`: id, meta, active, wait, marker, events, job. The job id must be new: each
--- script refuses one that exists (jobExists) before it writes anything.
+-- script refuses one that exists (jobIdTaken) before it writes anything.
 local function addBullmqJob(q, jobId, name, data, opts, timestamp)
   redis.call('INCR', q.id)
   local maxEvents = redis.call('HGET', q.meta, 'opts.maxLenEvents')

@@ -104,9 +104,19 @@ async function writeVolume(
   // Sent first: calls leave in the order made, so the daemon answers it before the upload.
   const path = withPath ? conn.call(StorageVolGetPath, { vol }, { signal }) : undefined;
   path?.catch(() => undefined);
+  await uploadBytes(conn, vol, data, signal);
+  return path === undefined ? { vol } : { vol, path: (await path).name };
+}
+
+/** Writes `data` over the start of an existing volume. */
+export async function uploadBytes(
+  conn: LibvirtConnection,
+  vol: NonnullStorageVol,
+  data: Buffer,
+  signal: AbortSignal,
+): Promise<void> {
   const args = { vol, offset: 0n, length: BigInt(data.length), flags: 0 };
   await conn.upload(StorageVolUpload, args, Readable.from([data]), { signal });
-  return path === undefined ? { vol } : { vol, path: (await path).name };
 }
 
 /**

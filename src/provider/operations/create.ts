@@ -4,7 +4,6 @@
 //   5 overlay (reused only when backed by that base) · 6 seed (always rebuilt)
 //   7 define with metadata, start, wait until running.
 // Steps 3–6 are skipped when the domain exists: it was defined last, so its disks exist.
-import { Readable } from 'node:stream';
 import type { LibvirtConnection } from '../../libvirt/connection.js';
 import { VirErr } from '../../libvirt/error-codes.js';
 import { LibvirtError } from '../../libvirt/errors.js';
@@ -15,7 +14,6 @@ import {
   StoragePoolLookupByName,
   StorageVolGetPath,
   StorageVolGetXMLDesc,
-  StorageVolUpload,
   type NonnullDomain,
   type NonnullStoragePool,
   type NonnullStorageVol,
@@ -35,6 +33,7 @@ import {
   deleteVolume,
   lookupVolume,
   readSmallVolume,
+  uploadBytes,
   writeSmallVolumeWithPath,
 } from '../image/volumes.js';
 import {
@@ -370,7 +369,7 @@ async function overlayState(
     const head = (await readSmallVolume(conn, vol, OVERLAY_BYTES, io.signal)) ?? Buffer.alloc(0);
     const expected = overlayBytes(base, virtualBytes);
     if (isUnfinishedUpload(head, expected)) {
-      await uploadOverlay(conn, vol, expected, io.signal);
+      await uploadBytes(conn, vol, expected, io.signal);
       return { path: (await conn.call(StorageVolGetPath, { vol }, io)).name };
     }
     backingPath = qcow2Backing(head)?.path;
@@ -398,16 +397,6 @@ function isUnfinishedUpload(head: Buffer, expected: Buffer): boolean {
   while (written < head.length && head[written] === expected[written]) written++;
   for (let i = written; i < head.length; i++) if (head[i] !== 0) return false;
   return true;
-}
-
-async function uploadOverlay(
-  conn: LibvirtConnection,
-  vol: NonnullStorageVol,
-  bytes: Buffer,
-  signal: AbortSignal,
-): Promise<void> {
-  const args = { vol, offset: 0n, length: BigInt(bytes.length), flags: 0 };
-  await conn.upload(StorageVolUpload, args, Readable.from([bytes]), { signal });
 }
 
 /**
