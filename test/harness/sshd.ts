@@ -10,6 +10,7 @@ import { formatKnownHostsLine } from '../../src/libvirt/transport/known-hosts.js
 import { accepts, freePort, LOOPBACK as HOST } from './loopback.js';
 import { descendants, signal } from './proc-tree.js';
 import { makeKeyPair, type KeyPair, type KeyType } from './ssh-keys.js';
+import { heldTcpSockets, type HeldTcpSocket } from './tcp-nodelay.js';
 
 // What the daemon's users name besides it: key types and pairs (makeKey), and a port nobody
 // listens on (a URI to a closed port).
@@ -23,6 +24,8 @@ const BIND_ATTEMPTS = 5;
 export interface StartSshdOptions {
   /** Host key types, one key each. Default `['ed25519']`. */
   readonly hostKeyTypes?: readonly KeyType[];
+  /** sshd_config lines after the harness's own (e.g. `MaxSessions 0`). */
+  readonly extraConfig?: readonly string[];
 }
 
 export interface Sshd {
@@ -61,6 +64,8 @@ export interface Sshd {
   killSessions(): Promise<void>;
   /** How many SSH sessions (connection processes) are alive. */
   sessionCount(): Promise<number>;
+  /** The connected TCP sockets sshd's processes hold, with TCP_NODELAY as sshd set it. */
+  heldSockets(): Promise<HeldTcpSocket[]>;
   restart(): Promise<void>;
   /** Stops the daemon and its sessions (the port refuses connections); `up` starts it again. */
   down(): Promise<void>;
@@ -81,7 +86,7 @@ export async function startSshd(options: StartSshdOptions = {}): Promise<Sshd> {
       ),
     ]);
     if (clientKey === undefined) throw new Error('no client key');
-    const sshd = new SshdProcess(dir, clientKey, hostKeys);
+    const sshd = new SshdProcess(dir, clientKey, hostKeys, options.extraConfig ?? []);
     await sshd.authorize(clientKey);
     await sshd.launch(true);
     return sshd;
@@ -107,6 +112,7 @@ class SshdProcess implements Sshd {
     readonly dir: string,
     readonly clientKey: KeyPair,
     public hostKeys: KeyPair[],
+    private readonly extraConfig: readonly string[],
   ) {
     this.knownHostsPath = path.join(dir, 'known_hosts');
     this.hashedKnownHostsPath = path.join(dir, 'known_hosts.hashed');
@@ -170,6 +176,11 @@ class SshdProcess implements Sshd {
   async sessionCount(): Promise<number> {
     const pid = this.child?.pid;
     return pid === undefined ? 0 : (await descendants(pid)).length;
+  }
+
+  async heldSockets(): Promise<HeldTcpSocket[]> {
+    const pid = this.child?.pid;
+    return pid === undefined ? [] : heldTcpSockets(this.port, [pid, ...(await descendants(pid))]);
   }
 
   async restart(): Promise<void> {
@@ -253,6 +264,7 @@ class SshdProcess implements Sshd {
       'UsePAM no',
       'PrintMotd no',
       'LogLevel VERBOSE',
+      ...this.extraConfig,
       '',
     ].join('\n');
     await writeFile(this.configPath, config);

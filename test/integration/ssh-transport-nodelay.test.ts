@@ -1,0 +1,99 @@
+// sshd switches Nagle's algorithm off only for a connection whose session ran a command; kvm2's
+// link asks for `exec true` beside its forward (src/libvirt/transport/ssh.ts, askForNoDelay).
+// Read from sshd's own socket (test/harness/tcp-nodelay.ts): a bare forward leaves Nagle on, a
+// kvm2 link turns it off, and a server that refuses sessions still carries the link.
+import { readFile } from 'node:fs/promises';
+import net from 'node:net';
+import ssh2 from 'ssh2';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { dialSsh } from '../../src/libvirt/transport/ssh.js';
+import type { Link } from '../../src/libvirt/transport/types.js';
+import { parseLibvirtUri } from '../../src/libvirt/transport/uri.js';
+import { startSshd, type Sshd } from '../harness/sshd.js';
+import { AUTH_LIST_REPLY, authList, eventually } from '../harness/transport-probes.js';
+
+/** A forward-only SSH connection, as kvm2 made them before: ssh2 with nothing else asked. */
+async function bareForward(sshd: Sshd): Promise<{ localPort: number; close(): void }> {
+  const socketPath = parseLibvirtUri(sshd.uri('/system')).socketPath;
+  const sock = net.connect({ host: sshd.host, port: sshd.port, noDelay: true });
+  await new Promise<void>((resolve, reject) => sock.once('connect', resolve).once('error', reject));
+  const client = new ssh2.Client();
+  const privateKey = await readFile(sshd.clientKeyPath);
+  await new Promise<void>((resolve, reject) => {
+    client.once('ready', resolve).once('error', reject);
+    client.connect({
+      sock,
+      username: 'root',
+      privateKey,
+      hostVerifier: () => true, // loopback, the harness's own daemon
+    });
+  });
+  const channel = await new Promise<ssh2.ClientChannel>((resolve, reject) =>
+    client.openssh_forwardOutStreamLocal(socketPath, (err, stream) =>
+      err ? reject(err) : resolve(stream),
+    ),
+  );
+  expect(await authList(channel)).toMatchObject(AUTH_LIST_REPLY);
+  return {
+    localPort: sock.localPort ?? 0,
+    close: () => {
+      client.end();
+      sock.destroy();
+    },
+  };
+}
+
+describe('sshd turns Nagle off for a kvm2 link', () => {
+  let sshd: Sshd;
+  let refusing: Sshd;
+  const closers: (() => void)[] = [];
+
+  beforeAll(async () => {
+    [sshd, refusing] = await Promise.all([
+      startSshd(),
+      // "0 prevents all shell, login and subsystem sessions while still permitting forwarding"
+      startSshd({ extraConfig: ['MaxSessions 0'] }),
+    ]);
+  });
+  afterEach(async () => {
+    for (const close of closers.splice(0)) close();
+    await eventually(async () => (await sshd.sessionCount()) === 0, 2_000);
+  });
+  afterAll(async () => {
+    await Promise.all([sshd?.stop(), refusing?.stop()]);
+  });
+
+  const dial = async (on: Sshd): Promise<Link> => {
+    const link = await dialSsh(parseLibvirtUri(on.uri('/system')), { timeoutMs: 5_000 });
+    closers.push(() => link.close());
+    return link;
+  };
+
+  it('a bare forward leaves Nagle on at sshd: the probe can tell', async () => {
+    const bare = await bareForward(sshd);
+    closers.push(() => bare.close());
+    const held = (await sshd.heldSockets()).filter((s) => s.peerPort === bare.localPort);
+    expect(held.length).toBeGreaterThan(0);
+    expect(held.every((s) => !s.noDelay)).toBe(true);
+  });
+
+  it('a kvm2 link has TCP_NODELAY on sshd’s end, and carries libvirt’s frames', async () => {
+    const link = await dial(sshd);
+    expect(await authList(link.stream)).toMatchObject(AUTH_LIST_REPLY);
+    const allNoDelay = async (): Promise<boolean> => {
+      const held = await sshd.heldSockets();
+      return held.length > 0 && held.every((s) => s.noDelay);
+    };
+    expect(await eventually(allNoDelay, 3_000)).toBe(true);
+    expect(await readFile(sshd.logPath, 'utf8')).toMatch(/Starting session: command for root/);
+  });
+
+  it('a server that refuses sessions still carries the link (Nagle stays on there)', async () => {
+    const link = await dial(refusing);
+    expect(await authList(link.stream)).toMatchObject(AUTH_LIST_REPLY);
+    const held = await refusing.heldSockets();
+    expect(held.length).toBeGreaterThan(0);
+    expect(held.every((s) => !s.noDelay)).toBe(true);
+    expect(await readFile(refusing.logPath, 'utf8')).not.toMatch(/Starting session/);
+  });
+});
