@@ -199,6 +199,8 @@ async function uploadSection(): Promise<void> {
     }
     const rss: number[] = [];
     const before: number[] = [];
+    const started: number[] = [];
+    const loaded: number[] = [];
     const virshRss: number[] = [];
     const r = await sideBySide(
       async () => {
@@ -215,9 +217,16 @@ async function uploadSection(): Promise<void> {
           vols[1],
           file,
         ]);
-        const child = JSON.parse(stdout) as { peakRssMiB: number; rssBeforeMiB: number };
+        const child = JSON.parse(stdout) as {
+          peakRssMiB: number;
+          rssBeforeMiB: number;
+          rssStartMiB: number;
+          rssLoadedMiB: number;
+        };
         rss.push(child.peakRssMiB);
         before.push(child.rssBeforeMiB);
+        started.push(child.rssStartMiB);
+        loaded.push(child.rssLoadedMiB);
         return UPLOAD_MIB / seconds;
       },
       async () => {
@@ -270,10 +279,16 @@ async function uploadSection(): Promise<void> {
       `ours ${(r.ours / median(disk)).toFixed(2)}x of it, virsh ${(r.ref / median(disk)).toFixed(2)}x`;
     summary.push(diskLine);
     console.log(diskLine);
+    // Where the memory is, stage by stage in the child (medians): node started with nothing of
+    // ours, the client's modules loaded (with @opentelemetry/api and node:net), the connection
+    // up and the volume found, and what the upload itself added on top.
     const rssLine =
-      `upload peak RSS ${peak.toFixed(0)} MiB, of which the process before the upload began ` +
-      `${Math.max(...before).toFixed(0)} MiB (node ${process.version} alone: ` +
-      `${bareNodeRss().toFixed(0)} MiB) (target <= 48 MiB: ${peak <= 48 ? 'met' : 'MISSED'})`;
+      `upload peak RSS ${peak.toFixed(0)} MiB (target <= 48 MiB: ${peak <= 48 ? 'met' : 'MISSED'}): ` +
+      `node ${process.version} started ${median(started).toFixed(1)} MiB ` +
+      `(a bare \`node -e\` ${bareNodeRss().toFixed(1)}), + the client's modules ` +
+      `${(median(loaded) - median(started)).toFixed(1)}, + connection and look-ups ` +
+      `${(median(before) - median(loaded)).toFixed(1)}, + the upload ` +
+      `${(median(rss) - median(before)).toFixed(1)} MiB`;
     summary.push(rssLine);
     console.log(rssLine);
   } finally {

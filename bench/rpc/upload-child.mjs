@@ -1,21 +1,25 @@
 // One upload through our client in a process of its own (plain node on the compiled client,
 // no TypeScript loader), so its peak RSS is ours alone.
-// usage: node upload-child.mjs URI POOL VOLUME FILE  -> {"seconds": S, "rssBeforeMiB": B, "peakRssMiB": M}
+// usage: node upload-child.mjs URI POOL VOLUME FILE
+//   -> {"seconds": S, "rssStartMiB": A, "rssLoadedMiB": L, "rssBeforeMiB": B, "peakRssMiB": M}
+// RSS is read at each stage: node started (nothing of ours loaded), the client's modules
+// loaded, the connection up and the volume found (just before the upload), and the peak.
 import fs from 'node:fs';
-import { LibvirtConnection } from '../../dist/src/libvirt/connection.js';
-import {
-  StoragePoolLookupByName,
-  StorageVolLookupByName,
-  StorageVolUpload,
-} from '../../dist/src/libvirt/protocol.gen.js';
-import { parseLibvirtUri } from '../../dist/src/libvirt/transport/uri.js';
+
+const status = () => fs.readFileSync('/proc/self/status', 'utf8');
+const rssMiB = () => Number(/VmRSS:\s+(\d+) kB/.exec(status())?.[1]) / 1024;
+const rssStartMiB = rssMiB();
+const { LibvirtConnection } = await import('../../dist/src/libvirt/connection.js');
+const { StoragePoolLookupByName, StorageVolLookupByName, StorageVolUpload } =
+  await import('../../dist/src/libvirt/protocol.gen.js');
+const { parseLibvirtUri } = await import('../../dist/src/libvirt/transport/uri.js');
+const rssLoadedMiB = rssMiB();
 
 const [uri, poolName, volName, file] = process.argv.slice(2);
 const conn = await LibvirtConnection.connect(parseLibvirtUri(uri), { host: 'bench' });
 const { pool } = await conn.call(StoragePoolLookupByName, { name: poolName });
 const { vol } = await conn.call(StorageVolLookupByName, { pool, name: volName });
-const status = () => fs.readFileSync('/proc/self/status', 'utf8');
-const rssBeforeMiB = Number(/VmRSS:\s+(\d+) kB/.exec(status())?.[1]) / 1024;
+const rssBeforeMiB = rssMiB();
 
 /** The file in 256 KiB reads into one buffer, as virsh reads it (READ_CHUNK sets the size). */
 async function* chunks(size) {
@@ -42,5 +46,11 @@ const seconds = (performance.now() - t0) / 1000;
 await conn.close();
 const hwm = /VmHWM:\s+(\d+) kB/.exec(status());
 console.log(
-  JSON.stringify({ seconds, rssBeforeMiB, peakRssMiB: hwm ? Number(hwm[1]) / 1024 : NaN }),
+  JSON.stringify({
+    seconds,
+    rssStartMiB,
+    rssLoadedMiB,
+    rssBeforeMiB,
+    peakRssMiB: hwm ? Number(hwm[1]) / 1024 : NaN,
+  }),
 );
