@@ -1,6 +1,7 @@
 // The SSH transport: one SSH connection per link, one `direct-streamlocal@openssh.com` channel
 // to the daemon's socket on the host (what go-libvirt's ssh dialer and `ssh -L path:path` do;
-// LIBVIRT-RPC-FACTS §9). No nc or virt-ssh-helper runs remotely.
+// LIBVIRT-RPC-FACTS §9). No nc or virt-ssh-helper runs remotely; one `true` does, beside the
+// forward, so that sshd turns Nagle's algorithm off (askForNoDelay, below).
 //
 // Stages, each with its own failure reason (SPEC §4):
 //   resolve    dns.lookup of the host
