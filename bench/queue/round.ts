@@ -41,13 +41,15 @@ export interface Round {
 let sent = 0;
 let idle = 0;
 const unmetered = new WeakSet<Redis>();
-const IDLE_QUEUE = /:(gc|health):/;
+/** A key of kvm2's gc or health queue (short strings only: a key, never a result's field). */
+const idleQueueKey = (a: unknown): boolean =>
+  typeof a === 'string' && a.length < 200 && (a.includes(':gc:') || a.includes(':health:'));
 // eslint-disable-next-line @typescript-eslint/unbound-method -- re-bound by apply() below
 const sendCommand = Redis.prototype.sendCommand;
 Redis.prototype.sendCommand = function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
   if (!unmetered.has(this)) {
     const keys = args[0]?.args ?? [];
-    if (keys.some((a) => typeof a === 'string' && IDLE_QUEUE.test(a))) idle++;
+    if (keys.some(idleQueueKey)) idle++;
     else sent++;
   }
   return sendCommand.apply(this, args);
