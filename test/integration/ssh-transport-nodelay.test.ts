@@ -2,7 +2,8 @@
 // link asks for `exec true` beside its forward (src/libvirt/transport/ssh.ts, askForNoDelay).
 // Read from sshd's own socket (test/harness/tcp-nodelay.ts): a bare forward leaves Nagle on, a
 // kvm2 link turns it off, and a server that refuses sessions still carries the link.
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import net from 'node:net';
 import ssh2 from 'ssh2';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -86,6 +87,35 @@ describe('sshd turns Nagle off for a kvm2 link', () => {
     };
     expect(await eventually(allNoDelay, 3_000)).toBe(true);
     expect(await readFile(sshd.logPath, 'utf8')).toMatch(/Starting session: command for root/);
+  });
+
+  it('a key with a forced command: the command runs instead of true, and Nagle still goes off', async () => {
+    const forced = await sshd.makeKey('forced');
+    const marker = path.join(sshd.dir, 'forced-ran');
+    await writeFile(
+      path.join(sshd.dir, 'authorized_keys'),
+      `command="touch ${marker}" ${forced.publicLine}\n`,
+      { mode: 0o600 },
+    );
+    try {
+      const link = await dialSsh(
+        parseLibvirtUri(sshd.uri('/system', { keyfile: forced.privatePath })),
+        { timeoutMs: 5_000 },
+      );
+      closers.push(() => link.close());
+      expect(await authList(link.stream)).toMatchObject(AUTH_LIST_REPLY);
+      const ran = async (): Promise<boolean> =>
+        readFile(marker).then(
+          () => true,
+          () => false,
+        );
+      expect(await eventually(ran, 3_000)).toBe(true);
+      const held = await sshd.heldSockets();
+      expect(held.length).toBeGreaterThan(0);
+      expect(held.every((s) => s.noDelay)).toBe(true);
+    } finally {
+      await sshd.authorize(sshd.clientKey);
+    }
   });
 
   it('a server that refuses sessions still carries the link (Nagle stays on there)', async () => {

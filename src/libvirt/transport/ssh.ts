@@ -288,7 +288,9 @@ class SshDial {
  * to 40 ms (docs/benchmarks.md measured 16 of 40 paired calls at 42–55 ms, 0 of 40 with this).
  * So one session asks for `exec true` beside the forward and is closed once sshd has accepted
  * it: the accept comes after the switch. Best effort and not waited for: a server that refuses
- * sessions, a forced command or a login shell that fails `true` only leaves Nagle on.
+ * sessions (`MaxSessions 0`) leaves Nagle on and the link works as before; a key's forced
+ * command or a `nologin` shell runs instead of `true`, which still counts (sshd switches before
+ * it runs anything), and gets end of input when the channel closes.
  */
 function askForNoDelay(conn: InstanceType<typeof Client>): void {
   try {
