@@ -60,7 +60,12 @@ export async function burstAcrossFailover(burst: FailoverBurst): Promise<void> {
   const results = await Promise.all(
     jobs.map((j) => client.waitFor(j.jobId, { timeoutMs: 180_000 })),
   );
-  expect(results.map((r) => r.outcome)).toEqual(jobs.map(() => 'succeeded'));
+  // A failure's message and code are shown in the diff, so a failed run says what went wrong.
+  expect(
+    results.map((r) =>
+      r.outcome === 'succeeded' ? r.outcome : `${r.outcome}: ${r.errorCode} ${r.message}`,
+    ),
+  ).toEqual(jobs.map(() => 'succeeded'));
   const mine = (await fleet.domains()).filter((d) => d.startsWith(fleet.name(label)));
   expect(mine.sort()).toEqual([...names].sort());
 
