@@ -8,6 +8,7 @@ const REDIS_ONLY = [
   'test/integration/board-requests.test.ts',
   'test/integration/queues.test.ts',
   'test/integration/bullmq-add.test.ts',
+  'test/integration/bullmq-complete.test.ts',
   'test/integration/qcow2-overlay.test.ts',
   'test/integration/queue-results.test.ts',
   'test/integration/queue-redis-unreachable.test.ts',

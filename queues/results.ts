@@ -69,32 +69,57 @@ function fieldsOf(result: JobResult): string[] {
 
 const RELEASE_AND_APPEND = LuaScript.load('append-result-releasing');
 
+/** A lock a run's end releases: deleted only while it still holds `token`. */
+export interface HeldLock {
+  readonly redisKey: string;
+  readonly token: string;
+}
+
 /**
- * A run's result: appended and, in the same round trip, the job's lock released (deleted only
- * while it still holds `lock.token`), a worker's commonest pair of writes done as one. A final
- * result is appended once per attempt (append-result-releasing.lua): a run repeated because a
- * Redis failover lost the end of the first gets the first one's id back. `jobKey` is the job's
- * BullMQ hash.
+ * What a run's end writes beside BullMQ's: the keys (results stream, lock key or, with no lock,
+ * the job's hash again) and arguments (lock token, stream length, the attempt when the result
+ * is final, the entry's fields) that append-result-releasing.lua and complete-job.lua read.
+ */
+export interface ResultEnding {
+  readonly keys: readonly [results: string, lock: string];
+  readonly args: readonly (string | number)[];
+}
+
+export function resultEnding(
+  prefix: string,
+  result: JobResult,
+  jobKey: string,
+  lock?: HeldLock,
+): ResultEnding {
+  const final = FINAL_OUTCOMES.has(result.outcome) ? String(result.attempt) : '';
+  return {
+    keys: [resultsKey(prefix), lock?.redisKey ?? jobKey],
+    args: [lock?.token ?? '', RESULTS_MAX_LEN, final, ...fieldsOf(result)],
+  };
+}
+
+/**
+ * A run's result that does not complete its job (a failure, a retry): appended and, in the
+ * same round trip, the job's lock released (deleted only while it still holds `lock.token`). A
+ * final result is appended once per attempt (includes/append-result-once.lua): a run repeated
+ * because a Redis failover lost the end of the first gets the first one's id back. `jobKey` is
+ * the job's BullMQ hash. A run that completes its job writes the same in BullMQ's completion
+ * (workers/run/completion.ts).
  */
 export async function appendRunResult(
   redis: RedisConnection,
   prefix: string,
   result: JobResult,
   jobKey: string,
-  lock?: { readonly redisKey: string; readonly token: string },
+  lock?: HeldLock,
 ): Promise<string> {
-  const final = FINAL_OUTCOMES.has(result.outcome) ? String(result.attempt) : '';
-  const id = await RELEASE_AND_APPEND.run(
-    redis,
-    [resultsKey(prefix), lock?.redisKey ?? jobKey, jobKey],
-    [lock?.token ?? '', RESULTS_MAX_LEN, final, ...fieldsOf(result)],
-  );
-  return String(id);
+  const { keys, args } = resultEnding(prefix, result, jobKey, lock);
+  return String(await RELEASE_AND_APPEND.run(redis, [...keys, jobKey], args));
 }
 
 /**
- * The final result an attempt of a job already wrote, if it did (append-result-releasing.lua
- * names it in the job's hash): a run of that attempt again (its worker died, or lost Redis,
+ * The final result an attempt of a job already wrote, if it did (append-result-once.lua names
+ * it in the job's hash): a run of that attempt again (its worker died, or lost Redis,
  * after writing it and before BullMQ heard) ends with it instead of running again.
  */
 export async function finalOfAttempt(

@@ -13,7 +13,13 @@ import { currentTraceContext } from '../queues/client.js';
 import { Kvm2Error } from '../src/errors/error.js';
 import { formatInstanceId } from '../src/provider/core/ids.js';
 import { validateJob, type JobName } from '../queues/registry.js';
-import { appendRunResult, finalOfAttempt, type JobResult } from '../queues/results.js';
+import {
+  appendRunResult,
+  finalOfAttempt,
+  resultEnding,
+  type JobResult,
+} from '../queues/results.js';
+import { endWithCompletion } from './run/completion.js';
 import { classifyError } from '../src/errors/classify.js';
 import { jobRun, type RunContext } from './run/job-run.js';
 import type { WorkerServices } from './run/services.js';
@@ -126,10 +132,13 @@ async function runJob(
   const { services: env, job, queue, attempt, span } = context;
   const started = performance.now();
   const jobKey = `${env.prefix}:${job.queueName}:${job.id ?? ''}`;
+  // `completes`: the run returns the result, and BullMQ's completion of the job writes it with
+  // the lock's release (completion.ts); otherwise (a failure, a retry) they are written here.
   const report = async (
     outcome: JobResult['outcome'],
     fields: ResultFields,
     lease?: Lease,
+    completes = false,
   ): Promise<JobReturn> => {
     const result: JobResult = {
       jobId: job.id ?? '',
@@ -141,7 +150,9 @@ async function runJob(
       instanceId: fields.instanceId ?? instanceOf(job.data),
       traceContext: currentTraceContext(),
     };
-    await appendRunResult(env.redis, env.prefix, result, jobKey, lease?.detach());
+    if (completes)
+      endWithCompletion(job, resultEnding(env.prefix, result, jobKey, lease?.detach()));
+    else await appendRunResult(env.redis, env.prefix, result, jobKey, lease?.detach());
     env.metrics.outcome(queue, job.name, outcome, (performance.now() - started) / 1000);
     span.setAttribute('kvm2.outcome', outcome);
     return result;
@@ -176,7 +187,7 @@ async function runJob(
     await job.moveToDelayed(Date.now() + step.ms, token);
     throw new DelayedError();
   }
-  return report(step.outcome, step.fields, step.lease);
+  return report(step.outcome, step.fields, step.lease, true);
 }
 
 /** Validates the data once, as the job's name says, and hands the run to its processor. */

@@ -25,6 +25,7 @@ import { HostBreakers } from './run/host-breaker.js';
 import { JobRuns } from './run/cancellation.js';
 import { WorkerMetrics } from './run/metrics.js';
 import { instanceOf, makeProcessor } from './runner.js';
+import { completingBackend } from './run/completion.js';
 
 const HEALTH_SCHEDULER_PREFIX = 'health:';
 /** gc and health jobs at once per process: they are light, and mostly wait on hosts. */
@@ -145,17 +146,23 @@ export async function startWorker(
     { name: HEALTH_QUEUE, concurrency: FLEET_CONCURRENCY, host: undefined },
   ];
   const workers = served.map(({ name, concurrency, host }) => {
-    const worker = new Worker(name, makeProcessor(env, name), {
-      connection: redis,
-      prefix,
-      concurrency,
-      lockDuration: config.worker.stalledAfter,
-      stalledInterval: config.worker.stalledAfter,
-      // One dead worker (a deploy, an OOM kill) must not use up a job: it runs again.
-      maxStalledCount: MAX_STALLED,
-      // For jobs that come without retention of their own (a scheduler's, one added by hand).
-      ...RETENTION,
-    });
+    const worker = new Worker(
+      name,
+      makeProcessor(env, name),
+      {
+        connection: redis,
+        prefix,
+        concurrency,
+        lockDuration: config.worker.stalledAfter,
+        stalledInterval: config.worker.stalledAfter,
+        // One dead worker (a deploy, an OOM kill) must not use up a job: it runs again.
+        maxStalledCount: MAX_STALLED,
+        // For jobs that come without retention of their own (a scheduler's, one added by hand).
+        ...RETENTION,
+      },
+      // A completing run's result and lock release ride in BullMQ's completion (completion.ts).
+      completingBackend(redis),
+    );
     worker.on('error', (err) => {
       logger.warn({ queue: name, err: err.message }, 'worker error');
     });

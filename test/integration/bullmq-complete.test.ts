@@ -1,0 +1,248 @@
+// A run that completes its job writes its result and releases its instance lock in BullMQ's
+// completion itself (workers/run/completion.ts: complete-job.lua followed by BullMQ's own
+// moveToFinished). What the completion leaves of the job must be what BullMQ's own leaves, key
+// for key: this file runs the same job to completion both ways, under two prefixes of the real
+// Redis, with real BullMQ workers, and compares every key of the queue (job hash, completed set,
+// events, active list, lock); then what kvm2 adds (the result, the lock's release, one final
+// result per attempt) and what happens when BullMQ refuses the completion.
+import { randomUUID } from 'node:crypto';
+import { Queue, Worker, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resultsKey } from '../../queues/names.js';
+import { resultEnding, type JobResult } from '../../queues/results.js';
+import { completingBackend, endWithCompletion } from '../../workers/run/completion.js';
+import { REDIS_URL, redisScope, type RedisScope } from '../harness/redis.js';
+
+let ours: RedisScope;
+let theirs: RedisScope;
+const closers: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  ours = await redisScope('complete-kvm2');
+  theirs = await redisScope('complete-bullmq');
+});
+
+afterAll(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+  await ours?.cleanup();
+  await theirs?.cleanup();
+});
+
+const RETENTION = { removeOnComplete: { age: 3600, count: 1000 }, attempts: 3 } as const;
+
+function connection(): Redis {
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  closers.push(() => Promise.resolve(redis.disconnect()));
+  return redis;
+}
+
+function resultOf(job: Job, fields: Partial<JobResult> = {}): JobResult {
+  return {
+    jobId: job.id ?? '',
+    op: 'delete',
+    outcome: 'succeeded',
+    attempt: job.attemptsMade + 1,
+    timestamp: 1_700_000_000_000,
+    instanceId: 'h1/same',
+    state: 'deleted',
+    ...fields,
+  };
+}
+
+type Run = (job: Job, scope: RedisScope) => Promise<unknown>;
+
+/**
+ * Adds one job under `scope` and runs it with a real worker: kvm2's completing backend when
+ * `kvm2`, BullMQ's own otherwise. Resolves once the worker is closed again, with the job's id
+ * and the errors the worker emitted.
+ */
+async function runOne(
+  scope: RedisScope,
+  queueName: string,
+  kvm2: boolean,
+  processor: Run,
+): Promise<{ jobId: string; errors: string[] }> {
+  const queue = new Queue(queueName, { connection: scope.redis, prefix: scope.prefix });
+  closers.push(() => queue.close());
+  const jobId = randomUUID();
+  await queue.add('delete', { id: 'h1/same' }, { ...RETENTION, jobId });
+  const errors: string[] = [];
+  let settle: () => void = () => undefined;
+  const settled = new Promise<void>((resolve) => (settle = resolve));
+  const processorOf = (job: Job): Promise<unknown> => processor(job, scope);
+  const opts = { connection: connection(), prefix: scope.prefix, autorun: false };
+  const worker = kvm2
+    ? new Worker(queueName, processorOf, opts, completingBackend(scope.redis))
+    : new Worker(queueName, processorOf, opts);
+  worker.on('completed', () => settle());
+  worker.on('failed', () => settle());
+  worker.on('error', (err) => {
+    errors.push(err.message.replaceAll(jobId, '<job>'));
+    settle();
+  });
+  void worker.run();
+  await settled;
+  await worker.close();
+  return { jobId, errors };
+}
+
+type Snapshot = Record<string, unknown>;
+
+const INSTANT_FIELDS = new Set(['timestamp', 'processedOn', 'finishedOn']);
+
+/** Every key of the queue, the prefix and job id as placeholders, instants and ids left out. */
+async function snapshot(scope: RedisScope, queue: string, jobId: string): Promise<Snapshot> {
+  const base = `${scope.prefix}:${queue}:`;
+  const out: Snapshot = {};
+  for (const key of (await scope.keys()).filter((k) => k.startsWith(base)).sort()) {
+    const name = key.slice(base.length).replace(jobId, '<job>');
+    const type = await scope.redis.type(key);
+    if (type === 'hash') {
+      const hash = await scope.redis.hgetall(key);
+      const kept = Object.entries(hash).filter(([field]) => !INSTANT_FIELDS.has(field));
+      out[name] = Object.fromEntries(kept.map(([f, v]) => [f, v.replaceAll(jobId, '<job>')]));
+    } else if (type === 'list') {
+      out[name] = (await scope.redis.lrange(key, 0, -1)).map((v) => v.replace(jobId, '<job>'));
+    } else if (type === 'zset') {
+      out[name] = (await scope.redis.zrange(key, 0, -1)).map((v) => v.replace(jobId, '<job>'));
+    } else if (type === 'stream') {
+      const entries = await scope.redis.xrange(key, '-', '+');
+      out[name] = entries.map(([, fields]) => fields.map((f) => f.replace(jobId, '<job>')));
+    } else {
+      out[name] = type; // the stalled-check key: its value is an instant
+    }
+  }
+  return out;
+}
+
+async function resultsIn(scope: RedisScope): Promise<string[][]> {
+  return (await scope.redis.xrange(resultsKey(scope.prefix), '-', '+')).map(([, f]) => f);
+}
+
+/** The processor of a kvm2 run: its result written by the completion, its lock released. */
+function completing(lockName: string, fields: Partial<JobResult> = {}): Run {
+  return async (job, scope) => {
+    const result = resultOf(job, fields);
+    const lock = { redisKey: `${scope.prefix}:${lockName}`, token: 'mine' };
+    const jobKey = `${scope.prefix}:${job.queueName}:${job.id ?? ''}`;
+    endWithCompletion(job, resultEnding(scope.prefix, result, jobKey, lock));
+    return Promise.resolve(result);
+  };
+}
+
+describe("kvm2's completion against BullMQ's own", () => {
+  it('leaves the same keys, fields and events, and adds the result and the release', async () => {
+    const queue = 'host.same';
+    await ours.redis.set(`${ours.prefix}:lock:instance:h1/same`, 'mine');
+    const kvm2 = await runOne(ours, queue, true, completing('lock:instance:h1/same'));
+    const bullmq = await runOne(theirs, queue, false, (job) => Promise.resolve(resultOf(job)));
+    expect(kvm2.errors).toEqual([]);
+    expect(bullmq.errors).toEqual([]);
+
+    const a = await snapshot(ours, queue, kvm2.jobId);
+    const b = await snapshot(theirs, queue, bullmq.jobId);
+    // kvm2's one addition to the job's hash: the attempt's final result, by stream id.
+    const { kvm2Final, ...ourJob } = a['<job>'] as Record<string, string>;
+    const [entry] = await ours.redis.xrange(resultsKey(ours.prefix), '-', '+');
+    expect(kvm2Final).toBe(`1 ${entry?.[0] ?? 'none'}`);
+    expect({ ...a, '<job>': ourJob }).toEqual(b);
+    // What the comparison covered: the job kept as completed, its events, no lock left.
+    expect(Object.keys(b).sort()).toEqual(
+      ['<job>', 'completed', 'events', 'id', 'marker', 'meta', 'stalled-check'].sort(),
+    );
+    expect(b['completed']).toEqual(['<job>']);
+    expect((b['<job>'] as Record<string, string>)['returnvalue']).toContain(
+      '"outcome":"succeeded"',
+    );
+
+    expect(await resultsIn(ours)).toEqual([
+      [
+        'jobId',
+        kvm2.jobId,
+        'op',
+        'delete',
+        'outcome',
+        'succeeded',
+        'attempt',
+        '1',
+        'timestamp',
+        '1700000000000',
+        'instanceId',
+        'h1/same',
+        'state',
+        'deleted',
+      ],
+    ]);
+    expect(await ours.redis.exists(`${ours.prefix}:lock:instance:h1/same`)).toBe(0);
+  });
+
+  it("keeps a lock that has passed to another holder (its token is not the run's)", async () => {
+    const lockKey = `${ours.prefix}:lock:instance:h1/taken`;
+    await ours.redis.set(lockKey, 'someone-else');
+    const before = (await resultsIn(ours)).length;
+    const run = await runOne(ours, 'host.taken', true, completing('lock:instance:h1/taken'));
+    expect(run.errors).toEqual([]);
+    expect(await ours.redis.get(lockKey)).toBe('someone-else');
+    expect(await resultsIn(ours)).toHaveLength(before + 1);
+    expect(await ours.redis.zscore(`${ours.prefix}:host.taken:completed`, run.jobId)).not.toBe(
+      null,
+    );
+  });
+
+  it('appends no second final result for an attempt that wrote one, and completes the job', async () => {
+    const queue = 'host.again';
+    let earlier = '';
+    const run = await runOne(ours, queue, true, async (job, scope) => {
+      // The attempt's first run wrote its final result, and its end was lost.
+      const jobKey = `${scope.prefix}:${job.queueName}:${job.id ?? ''}`;
+      earlier =
+        (await scope.redis.xadd(resultsKey(scope.prefix), '*', 'jobId', job.id ?? '')) ?? '';
+      await scope.redis.hset(jobKey, 'kvm2Final', `1 ${earlier}`);
+      return completing('lock:none')(job, scope);
+    });
+    expect(run.errors).toEqual([]);
+    const mine = (await ours.redis.xrange(resultsKey(ours.prefix), '-', '+')).filter(
+      ([, f]) => f[1] === run.jobId,
+    );
+    expect(mine.map(([id]) => id)).toEqual([earlier]);
+    expect(await ours.redis.zscore(`${ours.prefix}:${queue}:completed`, run.jobId)).not.toBe(null);
+  });
+
+  it("refuses as BullMQ does when the job's lock is another worker's; the result stands", async () => {
+    const queue = 'host.lost';
+    const steal: Run = async (job, scope) => {
+      await scope.redis.set(`${scope.prefix}:${queue}:${job.id ?? ''}:lock`, 'another-worker');
+    };
+    const kvm2 = await runOne(ours, queue, true, async (job, scope) => {
+      await steal(job, scope);
+      return completing('lock:none')(job, scope);
+    });
+    const bullmq = await runOne(theirs, queue, false, async (job, scope) => {
+      await steal(job, scope);
+      return resultOf(job);
+    });
+    expect(bullmq.errors[0]).toMatch(/lock/i);
+    expect(kvm2.errors[0]).toBe(bullmq.errors[0]);
+    expect(await snapshot(ours, queue, kvm2.jobId)).toMatchObject({
+      active: ['<job>'],
+    });
+    expect(await snapshot(theirs, queue, bullmq.jobId)).toMatchObject({ active: ['<job>'] });
+    // kvm2's part ran first, as when it was a round trip of its own: the result is there, for
+    // the run after the stall to end with.
+    const mine = (await resultsIn(ours)).filter((f) => f[1] === kvm2.jobId);
+    expect(mine).toHaveLength(1);
+    expect(await ours.redis.hget(`${ours.prefix}:${queue}:${kvm2.jobId}`, 'kvm2Final')).toMatch(
+      /^1 \d+-\d+$/,
+    );
+  });
+
+  it("completes through BullMQ's own script a run that left no ending", async () => {
+    const queue = 'host.plain';
+    const before = (await resultsIn(ours)).length;
+    const run = await runOne(ours, queue, true, (job) => Promise.resolve(resultOf(job)));
+    expect(run.errors).toEqual([]);
+    expect(await ours.redis.zscore(`${ours.prefix}:${queue}:completed`, run.jobId)).not.toBe(null);
+    expect(await resultsIn(ours)).toHaveLength(before);
+  });
+});
