@@ -3,7 +3,7 @@
 // delete's generation and adds its BullMQ job, atomically (queues/lua/enqueue-*.lua): one
 // round trip and no step to be stopped between. generations.ts says what the generations are.
 import { randomUUID } from 'node:crypto';
-import { parseInstanceId } from '../src/provider/core/ids.js';
+import { instanceLockName, parseInstanceId } from '../src/provider/core/ids.js';
 import { DEFAULT_JOB_OPTIONS } from './job-options.js';
 import { CREATE_RESERVATION_TTL_S, GENERATION_TTL_S } from './generations.js';
 import {
@@ -14,6 +14,7 @@ import {
   jobAddKeys,
   lastRequestKey,
   latestGenerationKey,
+  lockKey,
   requestCounterKey,
   resultsKey,
 } from './names.js';
@@ -80,6 +81,20 @@ function generationJob(
   };
 }
 
+/**
+ * The job's begin (its keys and generation, kept in its hash as `kvm2Begin`) as JSON up to
+ * the generation's value, which the enqueue script writes: what a completion that fetches the
+ * job begins it with (complete-job.lua). The worker checks it against the job's data before
+ * it trusts the begin (workers/run/admission.ts).
+ */
+export function beginHead(prefix: string, instanceId: string, uid?: string): string {
+  // Built as text: this runs for every job a worker begins (workers/run/admission.ts).
+  const latest = JSON.stringify(latestGenerationKey(prefix, instanceId));
+  const lock = JSON.stringify(lockKey(prefix, instanceLockName(instanceId)));
+  const reservation = JSON.stringify(uid === undefined ? '' : createKey(prefix, uid));
+  return `{"latest":${latest},"lock":${lock},"reservation":${reservation},"generation":`;
+}
+
 function toArray(reply: unknown): string[] {
   if (!Array.isArray(reply)) throw new TypeError('unexpected reply from a kvm2 enqueue script');
   return reply.map(String);
@@ -121,6 +136,7 @@ export async function enqueueDelete(
     await ENQUEUE_DELETE.run(redis, keys, [
       ...args,
       unrequestedSince === undefined ? '' : String(unrequestedSince),
+      beginHead(prefix, data.id),
     ]),
   );
   if (requested !== undefined) return undefined;
@@ -155,7 +171,13 @@ export async function enqueueCreate(
     await ENQUEUE_CREATE.run(
       redis,
       [...job.keys, createKey(prefix, data.uid)],
-      [...job.args, args.digest, CREATE_RESERVATION_TTL_S, args.instanceId],
+      [
+        ...job.args,
+        args.digest,
+        CREATE_RESERVATION_TTL_S,
+        args.instanceId,
+        beginHead(prefix, args.instanceId, data.uid),
+      ],
     ),
   );
   const [id = '', generation = '', digest = '', fresh = '0', from = '0-0'] = reply;

@@ -19,7 +19,8 @@
 // create), add the BullMQ job with the generation in its data and set gen-latest to it. One
 // atomic step: no crash can leave a generation without its job or a job without its
 // generation, and a job is superseded as soon as a newer one is in its queue. The worker
-// commits again when a job starts (begin-job.lua, a no-op for a job this client added).
+// commits again when a job starts (begin-job.lua or the completion that fetched it,
+// complete-job.lua; a no-op for a job this client added).
 // BullMQ deduplication and reused job ids are never used to order commands.
 import { createHash } from 'node:crypto';
 import { createKey, latestGenerationKey, requestCounterKey } from './names.js';

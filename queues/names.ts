@@ -72,6 +72,11 @@ export function createKey(prefix: string, uid: string): string {
   return `${prefix}:create:${uid}`;
 }
 
+/** The key of a worker lock named `name` (workers/locks/redis-locks.ts). */
+export function lockKey(prefix: string, name: string): string {
+  return `${prefix}:lock:${name}`;
+}
+
 /** The results stream upstream applications consume. */
 export function resultsKey(prefix: string): string {
   return `${prefix}:results`;

@@ -20,6 +20,7 @@ import {
   type JobResult,
 } from '../queues/results.js';
 import { endWithCompletion } from './run/completion.js';
+import { releaseUnclaimedBegin } from './run/admission.js';
 import { classifyError } from '../src/errors/classify.js';
 import { jobRun, type RunContext } from './run/job-run.js';
 import type { WorkerServices } from './run/services.js';
@@ -115,6 +116,10 @@ export function makeProcessor(env: WorkerServices, queue: string): Processor<unk
     }
     return running.finally(() => {
       ended();
+      // Not awaited: a begin made for this run that it never took gives its lock back.
+      void releaseUnclaimedBegin(env.redis, job.id).catch((err: unknown) => {
+        logger.warn({ err: errorMessage(err) }, 'an unused instance lock was not released');
+      });
       // One line per run (delayed re-queues included), with its wall-clock span: what the
       // concurrency tests read back from every process's log. Built only when it is written.
       if (!env.logger.isLevelEnabled('debug')) return;

@@ -160,8 +160,9 @@ export async function startWorker(
         // For jobs that come without retention of their own (a scheduler's, one added by hand).
         ...RETENTION,
       },
-      // A completing run's result and lock release ride in BullMQ's completion (completion.ts).
-      completingBackend(redis),
+      // A completing run's result and lock release ride in BullMQ's completion, and the next
+      // job's begin with them (completion.ts).
+      completingBackend(redis, { lockTtlMs: locks.ttlMs, newToken: () => locks.newToken() }),
     );
     worker.on('error', (err) => {
       logger.warn({ queue: name, err: err.message }, 'worker error');

@@ -1,20 +1,45 @@
 -- The end of a run that completes its job, in one round trip: release the instance lock (only
--- while it holds the token), append the result (a final one once per attempt), then BullMQ's own
--- moveToFinished, which queues/complete.ts appends to this text from the installed BullMQ (its
--- KEYS and ARGV come first, so its script reads them where it always does). kvm2's part runs
--- first, as it did when it was a round trip of its own before BullMQ's: a completion BullMQ
--- refuses (the job's lock lost) still leaves the attempt's result, which the run after the stall
--- ends with.
+-- while it holds the token), append the result (a final one once per attempt), BullMQ's own
+-- moveToFinished, and the begin of the job it fetched next. workers/run/completion.ts puts the
+-- installed BullMQ's moveToFinished text, wrapped in a function, in place of the `@bullmq` line;
+-- its KEYS and ARGV come first, so it reads them where it always does.
+--
+-- kvm2's end runs before BullMQ's part, as it did when it was a round trip of its own: a
+-- completion BullMQ refuses (the job's lock lost) still leaves the attempt's result, which the
+-- run after the stall ends with. The job BullMQ fetched next begins here as begin-job.lua would
+-- begin it (generation committed and compared, instance lock taken with ARGV[10]), when its hash
+-- names its begin (`kvm2Begin`, written by kvm2's enqueue scripts); the worker checks that begin
+-- against the job's data before it trusts it (workers/run/admission.ts).
 -- KEYS[1..14]: moveToFinished's; KEYS[15] the results stream, KEYS[16] the lock key (the job's
 -- hash when the run holds no lock).
--- ARGV[1..9]: moveToFinished's; ARGV[10] lock token ('' for none), ARGV[11] the stream's max
--- length, ARGV[12] the attempt when the result is final ('' when not), ARGV[13..] its fields.
+-- ARGV[1..9]: moveToFinished's; ARGV[10] the next job's lock token ('' for no begin), ARGV[11]
+-- the lock TTL ms, ARGV[12] the generation TTL s; ARGV[13] this run's lock token ('' for none),
+-- ARGV[14] the stream's max length, ARGV[15] the attempt when the result is final ('' when
+-- not), ARGV[16..] its fields.
+-- Returns moveToFinished's reply; when it fetched a job that began here, with the begin's
+-- latest generation and state ('superseded', 'locked', 'busy') as its 5th and 6th elements.
 --- @include "includes/release-lock"
 --- @include "includes/append-result-once"
+--- @include "includes/begin-instance"
 
-do
-  if ARGV[10] ~= '' then
-    releaseLock(KEYS[16], ARGV[10])
-  end
-  appendResultOnce(KEYS[15], KEYS[12], ARGV[11], ARGV[12], 13)
+if ARGV[13] ~= '' then
+  releaseLock(KEYS[16], ARGV[13])
 end
+appendResultOnce(KEYS[15], KEYS[12], ARGV[14], ARGV[15], 16)
+
+--- @bullmq moveToFinished
+
+local result = bullmqMoveToFinished()
+if ARGV[10] ~= '' and type(result) == 'table' and type(result[1]) == 'table' then
+  local begin = redis.call('HGET', ARGV[7] .. result[2], 'kvm2Begin')
+  if begin then
+    local b = cjson.decode(begin)
+    local reservation = nil
+    if b['reservation'] ~= '' then reservation = b['reservation'] end
+    local latest, state = beginInstance(b['latest'], tonumber(b['generation']), ARGV[12],
+      reservation, b['lock'], ARGV[10], ARGV[11])
+    result[5] = tostring(latest)
+    result[6] = state
+  end
+end
+return result

@@ -4,7 +4,9 @@
 -- KEYS: the queue's id, meta, active, wait, marker, events; the job's hash; results stream,
 -- generation counter, latest generation, last request, request counter, create key.
 -- ARGV: job id, the job's data as JSON up to its generation's value, opts JSON, timestamp,
--- generation TTL s, digest, reservation TTL s, instance id.
+-- generation TTL s, digest, reservation TTL s, instance id, and the job's begin as JSON up to
+-- its generation's value (kept in the job's hash as `kvm2Begin`: what a completion that fetches
+-- the job begins it with, complete-job.lua).
 -- Returns { jobId, generation, digest, fresh, results id to read from, instance id }. The
 -- results id is the stream's last id when the uid was first reserved, kept in the
 -- reservation: a repeat's waitFor then still sees a result that came meanwhile.
@@ -23,6 +25,7 @@ if taken then return taken end
 local from = lastResultId(KEYS[8])
 local gen = nextGeneration(KEYS[9], KEYS[10], KEYS[11], KEYS[12], ARGV[5])
 addBullmqJob(q, ARGV[1], 'create', ARGV[2] .. gen .. '}', ARGV[3], ARGV[4])
+redis.call('HSET', q.job, 'kvm2Begin', ARGV[9] .. gen .. '}')
 commitGeneration(KEYS[10], gen, ARGV[5], nil)
 redis.call('HSET', KEYS[13], 'jobId', ARGV[1], 'generation', gen, 'digest', ARGV[6],
   'enqueued', '1', 'instanceId', ARGV[8], 'resultsFrom', from)

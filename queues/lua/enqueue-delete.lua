@@ -3,7 +3,9 @@
 -- KEYS: the queue's id, meta, active, wait, marker, events; the job's hash; results stream,
 -- generation counter, latest generation, last request, request counter.
 -- ARGV: job id, the job's data as JSON up to its generation's value, opts JSON, timestamp,
--- generation TTL s, and a request count ('' for none: GC's unrequestedSince).
+-- generation TTL s, a request count ('' for none: GC's unrequestedSince), and the job's begin
+-- as JSON up to its generation's value (kept in the job's hash as `kvm2Begin`: what a
+-- completion that fetches the job begins it with, complete-job.lua).
 -- Returns { generation, results id to read from }, or { '0', results id, 'requested' } when
 -- the instance's last request came after that count (nothing is enqueued).
 --- @include "includes/add-bullmq-job"
@@ -19,5 +21,6 @@ if ARGV[6] ~= '' and tonumber(redis.call('GET', KEYS[11]) or '0') > tonumber(ARG
 end
 local gen = nextGeneration(KEYS[9], KEYS[10], KEYS[11], KEYS[12], ARGV[5])
 addBullmqJob(q, ARGV[1], 'delete', ARGV[2] .. gen .. '}', ARGV[3], ARGV[4])
+redis.call('HSET', q.job, 'kvm2Begin', ARGV[7] .. gen .. '}')
 commitGeneration(KEYS[10], gen, ARGV[5], nil)
 return { tostring(gen), from }

@@ -11,7 +11,13 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteData, enqueueDelete } from '../../queues/enqueue.js';
 import { DEFAULT_JOB_OPTIONS } from '../../queues/job-options.js';
-import { hostQueueName, jobAddKeys, requestCounterKey, resultsKey } from '../../queues/names.js';
+import {
+  hostQueueName,
+  jobAddKeys,
+  latestGenerationKey,
+  requestCounterKey,
+  resultsKey,
+} from '../../queues/names.js';
 import { LuaScript } from '../../queues/script.js';
 import { REDIS_URL, redisScope, type RedisScope } from '../harness/redis.js';
 
@@ -94,8 +100,18 @@ async function addBothWays(
     { ...data, generation: added.generation },
     { ...DEFAULT_JOB_OPTIONS.delete, jobId },
   );
+  const mine = await snapshot(ours, queue, added.jobId);
+  // kvm2's one addition to the job's hash: its begin, for the completion that fetches it
+  // (complete-job.lua), naming the instance's keys and the job's generation.
+  const { kvm2Begin, ...job } = mine['<job>'] as Record<string, unknown>;
+  expect(JSON.parse(String(kvm2Begin))).toEqual({
+    latest: latestGenerationKey(ours.prefix, `${host}/same`),
+    lock: `${ours.prefix}:lock:instance:${host}/same`,
+    reservation: '',
+    generation: added.generation,
+  });
   return {
-    ours: await snapshot(ours, queue, added.jobId),
+    ours: { ...mine, '<job>': job },
     theirs: await snapshot(theirs, queue, jobId),
   };
 }

@@ -9,9 +9,17 @@ import { randomUUID } from 'node:crypto';
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resultsKey } from '../../queues/names.js';
+import { deleteData, enqueueDelete } from '../../queues/enqueue.js';
+import { hostQueueName, latestGenerationKey, lockKey, resultsKey } from '../../queues/names.js';
 import { resultEnding, type JobResult } from '../../queues/results.js';
-import { completingBackend, endWithCompletion } from '../../workers/run/completion.js';
+import { RedisLocks } from '../../workers/locks/redis-locks.js';
+import { beginInstanceJob, releaseUnclaimedBegin } from '../../workers/run/admission.js';
+import {
+  claimBegun,
+  completingBackend,
+  endWithCompletion,
+  type CompletionBegun,
+} from '../../workers/run/completion.js';
 import { REDIS_URL, redisScope, type RedisScope } from '../harness/redis.js';
 
 let ours: RedisScope;
@@ -73,7 +81,12 @@ async function runOne(
   const processorOf = (job: Job): Promise<unknown> => processor(job, scope);
   const opts = { connection: connection(), prefix: scope.prefix, autorun: false };
   const worker = kvm2
-    ? new Worker(queueName, processorOf, opts, completingBackend(scope.redis))
+    ? new Worker(
+        queueName,
+        processorOf,
+        opts,
+        completingBackend(scope.redis, { lockTtlMs: 30_000, newToken: randomUUID }),
+      )
     : new Worker(queueName, processorOf, opts);
   worker.on('completed', () => settle());
   worker.on('failed', () => settle());
@@ -244,5 +257,163 @@ describe("kvm2's completion against BullMQ's own", () => {
     expect(run.errors).toEqual([]);
     expect(await ours.redis.zscore(`${ours.prefix}:${queue}:completed`, run.jobId)).not.toBe(null);
     expect(await resultsIn(ours)).toHaveLength(before);
+  });
+});
+
+describe('the begin of the job a completion fetches', () => {
+  const instanceLock = (scope: RedisScope, id: string): string =>
+    lockKey(scope.prefix, `instance:${id}`);
+
+  /**
+   * Two deletes enqueued by kvm2 on one host's queue, run one at a time by a worker with kvm2's
+   * completion: the first run's completion fetches the second job and begins it. `before` runs
+   * once both are enqueued, before the worker starts; `second` runs
+   * as the second job's processor (the lock it holds is released by its completion).
+   */
+  async function twoDeletes(
+    host: string,
+    before: (ids: { first: string; second: string }) => Promise<void>,
+    second: (job: Job, scope: RedisScope) => Promise<{ releases?: string }>,
+  ): Promise<{ jobIds: string[]; errors: string[] }> {
+    const queueName = hostQueueName(host);
+    const ids = { first: `${host}/first`, second: `${host}/second` };
+    const jobIds: string[] = [];
+    for (const id of [ids.first, ids.second]) {
+      const added = await enqueueDelete(ours.redis, ours.prefix, deleteData(id));
+      jobIds.push(added?.jobId ?? '');
+    }
+    await before(ids);
+    const errors: string[] = [];
+    let done = 0;
+    let settle: () => void = () => undefined;
+    const settled = new Promise<void>((resolve) => (settle = resolve));
+    const worker = new Worker(
+      queueName,
+      async (job: Job) => {
+        const held = job.id === jobIds[1] ? (await second(job, ours)).releases : undefined;
+        const jobKey = `${ours.prefix}:${queueName}:${job.id ?? ''}`;
+        const lock =
+          held === undefined
+            ? undefined
+            : { redisKey: held.split(' ')[0] ?? '', token: held.split(' ')[1] ?? '' };
+        endWithCompletion(job, resultEnding(ours.prefix, resultOf(job), jobKey, lock));
+        return resultOf(job);
+      },
+      { connection: connection(), prefix: ours.prefix, autorun: false, concurrency: 1 },
+      completingBackend(ours.redis, { lockTtlMs: 30_000, newToken: randomUUID }),
+    );
+    worker.on('completed', () => {
+      done += 1;
+      if (done === 2) settle();
+    });
+    worker.on('error', (err) => {
+      errors.push(err.message);
+      settle();
+    });
+    void worker.run();
+    await settled;
+    await worker.close();
+    return { jobIds, errors };
+  }
+
+  it('commits the generation and takes the instance lock; the run adopts that lock', async () => {
+    let claimed: CompletionBegun | undefined;
+    let lockDuringRun: string | null = null;
+    let latestDuringRun: string | null = null;
+    const run = await twoDeletes(
+      'begins',
+      () => Promise.resolve(),
+      async (job, scope) => {
+        claimed = claimBegun(job.id);
+        lockDuringRun = await scope.redis.get(instanceLock(scope, 'begins/second'));
+        latestDuringRun = await scope.redis.get(latestGenerationKey(scope.prefix, 'begins/second'));
+        return { releases: `${instanceLock(scope, 'begins/second')} ${claimed?.token ?? ''}` };
+      },
+    );
+    expect(run.errors).toEqual([]);
+    expect(claimed?.state).toBe('locked');
+    expect(claimed?.token).toMatch(/^[0-9a-f-]{36}$/);
+    expect(lockDuringRun).toBe(claimed?.token);
+    expect(Number(latestDuringRun)).toBe(claimed?.latest);
+    // Released by the second job's own completion, with its result.
+    expect(await ours.redis.exists(instanceLock(ours, 'begins/second'))).toBe(0);
+    const results = (await resultsIn(ours)).filter((f) => run.jobIds.includes(f[1] ?? ''));
+    expect(results).toHaveLength(2);
+  });
+
+  it('finds the instance busy, and leaves the other holder its lock', async () => {
+    let claimed: CompletionBegun | undefined;
+    const run = await twoDeletes(
+      'busy',
+      async (ids) => {
+        await ours.redis.set(instanceLock(ours, ids.second), 'other-holder');
+      },
+      (job) => {
+        claimed = claimBegun(job.id);
+        return Promise.resolve({});
+      },
+    );
+    expect(run.errors).toEqual([]);
+    expect(claimed?.state).toBe('busy');
+    expect(await ours.redis.get(instanceLock(ours, 'busy/second'))).toBe('other-holder');
+  });
+
+  it('finds the job superseded by a newer generation, and takes no lock', async () => {
+    let claimed: CompletionBegun | undefined;
+    const run = await twoDeletes(
+      'newer',
+      async (ids) => {
+        await ours.redis.set(latestGenerationKey(ours.prefix, ids.second), '1000');
+      },
+      (job) => {
+        claimed = claimBegun(job.id);
+        return Promise.resolve({});
+      },
+    );
+    expect(run.errors).toEqual([]);
+    expect(claimed).toMatchObject({ state: 'superseded', latest: 1000 });
+    expect(await ours.redis.exists(instanceLock(ours, 'newer/second'))).toBe(0);
+  });
+
+  it('a run whose data asks for another begin undoes this one and begins its own', async () => {
+    const locks = new RedisLocks({ client: ours.redis, prefix: ours.prefix, ttlMs: 30_000 });
+    let lockBefore: string | null = null;
+    const run = await twoDeletes(
+      'other',
+      () => Promise.resolve(),
+      async (job, scope) => {
+        lockBefore = await scope.redis.get(instanceLock(scope, 'other/second'));
+        const begun = await beginInstanceJob(
+          scope.redis,
+          locks,
+          { prefix: scope.prefix, instanceId: 'other/elsewhere', generation: 1 },
+          new AbortController(),
+          job.id,
+        );
+        expect(begun.state).toBe('locked');
+        expect(await scope.redis.exists(instanceLock(scope, 'other/second'))).toBe(0);
+        expect(await scope.redis.exists(instanceLock(scope, 'other/elsewhere'))).toBe(1);
+        if (begun.state === 'locked') await begun.lease.release();
+        return {};
+      },
+    );
+    expect(run.errors).toEqual([]);
+    expect(lockBefore).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('a run that ends before its begin gives the lock back', async () => {
+    let lockBefore: string | null = null;
+    const run = await twoDeletes(
+      'unused',
+      () => Promise.resolve(),
+      async (job, scope) => {
+        lockBefore = await scope.redis.get(instanceLock(scope, 'unused/second'));
+        await releaseUnclaimedBegin(scope.redis, job.id);
+        return {};
+      },
+    );
+    expect(run.errors).toEqual([]);
+    expect(lockBefore).toMatch(/^[0-9a-f-]{36}$/);
+    expect(await ours.redis.exists(instanceLock(ours, 'unused/second'))).toBe(0);
   });
 });

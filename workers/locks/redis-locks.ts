@@ -7,6 +7,7 @@ import type { KeyedLocks } from '../../src/provider/core/keyed-locks.js';
 import { linkSignals, sleep } from './abort.js';
 import { RedisLease, type Lease } from './lease.js';
 import type { RedisConnection } from '../../queues/redis.js';
+import { lockKey } from '../../queues/names.js';
 
 export type { Lease } from './lease.js';
 export { LockLostError, type LockLossReason } from './lock-lost-error.js';
@@ -59,7 +60,7 @@ export class RedisLocks implements KeyedLocks {
 
   /** The Redis key that holds `key`'s lock. */
   lockKey(key: string): string {
-    return `${this.prefix}:lock:${key}`;
+    return lockKey(this.prefix, key);
   }
 
   /**

@@ -49,6 +49,7 @@ async function underInstanceLock(
     env.locks,
     { prefix: env.prefix, instanceId: base.instanceId, generation: base.generation, uid },
     run.controller,
+    run.job.id,
   );
   if (begun.state === 'superseded') return superseded(base, begun.latest);
   if (begun.state === 'busy') return busyDelay(Date.now() - run.job.timestamp);

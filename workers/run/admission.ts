@@ -3,13 +3,17 @@
 // latest take the instance lock. The commit is the one kvm2's enqueue scripts make when they add
 // the job (the include they share), here for a job added some other way; done together the
 // three steps cost one round trip instead of three on the busiest path of a worker
-// (bench/queue).
+// (bench/queue). A job that a completion fetched has begun in that completion already
+// (workers/run/completion.ts): its run takes that begin when it is the one its data asks for.
+import { beginHead } from '../../queues/enqueue.js';
 import { GENERATION_TTL_S } from '../../queues/generations.js';
-import { createKey, latestGenerationKey } from '../../queues/names.js';
+import { createKey, latestGenerationKey, lockKey as lockKeyOf } from '../../queues/names.js';
 import { LuaScript } from '../../queues/script.js';
 import { instanceLockName } from '../../src/provider/core/ids.js';
 import type { Lease, RedisLocks } from '../locks/redis-locks.js';
 import type { RedisConnection } from '../../queues/redis.js';
+import { RELEASE_SCRIPT } from '../locks/scripts.js';
+import { claimBegun, dropBegun, type CompletionBegun } from './completion.js';
 
 const BEGIN = LuaScript.load('begin-job');
 
@@ -26,15 +30,31 @@ export interface BeginArgs {
   readonly uid?: string | undefined;
 }
 
-/** `run`: the job run's controller, which the lease aborts when the lock is lost. */
+/**
+ * `run`: the job run's controller, which the lease aborts when the lock is lost. `jobId`: the
+ * job's, whose begin a completion may have made.
+ */
 export async function beginInstanceJob(
   redis: RedisConnection,
   locks: RedisLocks,
   args: BeginArgs,
   run: AbortController,
+  jobId?: string,
 ): Promise<Begun> {
   const lockName = instanceLockName(args.instanceId);
   const lockKey = locks.lockKey(lockName);
+  const made = claimBegun(jobId);
+  if (made !== undefined) {
+    // The begin its enqueue wrote for it, for the job's data as validated: the same keys and
+    // generation begin-job.lua would be given. Anything else (a hash edited by hand) is undone.
+    const expected = `${beginHead(args.prefix, args.instanceId, args.uid)}${args.generation}}`;
+    if (made.begin === expected && lockKey === lockKeyOf(args.prefix, lockName)) {
+      if (made.state !== 'locked') return { state: made.state, latest: made.latest };
+      const lease = locks.adopt(lockName, made.token, made.sentAt, run);
+      return { state: 'locked', latest: made.latest, lease };
+    }
+    await release(redis, made);
+  }
   const token = locks.newToken();
   const keys = [
     latestGenerationKey(args.prefix, args.instanceId),
@@ -55,4 +75,32 @@ export async function beginInstanceJob(
     return { state, latest, lease: locks.adopt(lockName, token, sentAt, run) };
   }
   return { state: state === 'superseded' ? 'superseded' : 'busy', latest };
+}
+
+/** The lock key a completion's begin names; undefined when its begin cannot be read. */
+function lockOf(made: CompletionBegun): string | undefined {
+  try {
+    const lock = (JSON.parse(made.begin) as { lock?: unknown }).lock;
+    return typeof lock === 'string' ? lock : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Releases a completion's begin's lock, if it took one (only while it holds the token). */
+async function release(redis: RedisConnection, made: CompletionBegun): Promise<void> {
+  const lock = made.state === 'locked' ? lockOf(made) : undefined;
+  if (lock !== undefined) await RELEASE_SCRIPT.run(redis, [lock], [made.token]);
+}
+
+/**
+ * At the end of job `jobId`'s run: a begin a completion made for it that the run did not take
+ * (the run ended before its begin: a result written earlier, data refused) gives its lock back.
+ */
+export async function releaseUnclaimedBegin(
+  redis: RedisConnection,
+  jobId: string | undefined,
+): Promise<void> {
+  const made = dropBegun(jobId);
+  if (made !== undefined) await release(redis, made);
 }
