@@ -9,8 +9,10 @@
 // through the harness's sshd (`test+ssh://…/default`: libvirt's mock hypervisor behind the real
 // daemon), fed by Kvm2Client.delete of distinct absent instances `h1/bq-<i>`. A delete of an
 // absent instance is kvm2's natural no-op: validate, allocate and commit the generation, commit
-// and compare it again and take the instance lock, ask libvirt (domain, pool and two volume
-// lookups: nothing to delete), release the lock with the result's append, complete the job.
+// and compare it again and take the instance lock (in the completion that fetched the job, or a
+// begin of its own), ask libvirt (domain, pool and two volume lookups: nothing to delete),
+// release the lock, append the result and complete the job (one script, which also fetches and
+// begins the next).
 // same (the target's reference): a plain BullMQ Queue and Worker with the same concurrency whose
 // processor does the same no-op: Provider.delete of the job's absent instance, the same four
 // test-driver lookups over its own connection through the same sshd, without kvm2's queue
