@@ -31,11 +31,14 @@ export class LuaScript {
     keys: readonly string[],
     args: readonly (string | number | Buffer)[],
   ): Promise<unknown> {
+    // One array, which ioredis flattens into the command: a script's dozens of arguments are
+    // not spread into a call's parameters (bench/queue's profile: 2 µs a call).
+    const rest = [...keys, ...args] as string[];
     try {
-      return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
+      return await redis.evalsha(this.sha, keys.length, rest);
     } catch (err) {
       if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-      return redis.eval(this.lua, keys.length, ...keys, ...args);
+      return redis.eval(this.lua, keys.length, rest);
     }
   }
 }

@@ -117,7 +117,7 @@ export function makeProcessor(env: WorkerServices, queue: string): Processor<unk
     return running.finally(() => {
       ended();
       // Not awaited: a begin made for this run that it never took gives its lock back.
-      void releaseUnclaimedBegin(env.redis, job.id).catch((err: unknown) => {
+      void releaseUnclaimedBegin(env.redis, job.id)?.catch((err: unknown) => {
         logger.warn({ err: errorMessage(err) }, 'an unused instance lock was not released');
       });
       // One line per run (delayed re-queues included), with its wall-clock span: what the

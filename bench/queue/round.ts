@@ -38,18 +38,21 @@ export interface Round {
 // the jobs back) is the bench's own and not counted (observerConnection).
 // kvm2's worker also serves the gc and health queues: what it sends for those while they stand
 // empty (BullMQ's fetches when woken) is counted apart, as idle polls.
+// A command's first key is its first argument (BZPOPMIN, HGET …) or its third (EVALSHA sha
+// numkeys key …): only those are looked at, so the count costs each side the same whatever
+// the number of arguments its commands carry (kvm2's scripts carry dozens, BullMQ's fewer).
 let sent = 0;
 let idle = 0;
 const unmetered = new WeakSet<Redis>();
-/** A key of kvm2's gc or health queue (short strings only: a key, never a result's field). */
+/** A key of kvm2's gc or health queue. */
 const idleQueueKey = (a: unknown): boolean =>
-  typeof a === 'string' && a.length < 200 && (a.includes(':gc:') || a.includes(':health:'));
+  typeof a === 'string' && (a.includes(':gc:') || a.includes(':health:'));
 // eslint-disable-next-line @typescript-eslint/unbound-method -- re-bound by apply() below
 const sendCommand = Redis.prototype.sendCommand;
 Redis.prototype.sendCommand = function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
   if (!unmetered.has(this)) {
-    const keys = args[0]?.args ?? [];
-    if (keys.some(idleQueueKey)) idle++;
+    const a = args[0]?.args ?? [];
+    if (idleQueueKey(a[0]) || idleQueueKey(a[2])) idle++;
     else sent++;
   }
   return sendCommand.apply(this, args);

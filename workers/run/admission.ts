@@ -95,12 +95,14 @@ async function release(redis: RedisConnection, made: CompletionBegun): Promise<v
 
 /**
  * At the end of job `jobId`'s run: a begin a completion made for it that the run did not take
- * (the run ended before its begin: a result written earlier, data refused) gives its lock back.
+ * (the run ended before its begin: a result written earlier, data refused) gives its lock back;
+ * undefined when there was none.
  */
-export async function releaseUnclaimedBegin(
+export function releaseUnclaimedBegin(
   redis: RedisConnection,
   jobId: string | undefined,
-): Promise<void> {
+): Promise<void> | undefined {
   const made = dropBegun(jobId);
-  if (made !== undefined) await release(redis, made);
+  // Nothing left (the usual end): no promise made, on every job's path.
+  return made === undefined ? undefined : release(redis, made);
 }
