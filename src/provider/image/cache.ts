@@ -4,6 +4,9 @@
 // lock before the next fill. Outside the lock nothing is removed: a base without marker may be
 // a fill under way in another process.
 import type { LibvirtConnection } from '../../libvirt/connection.js';
+import { Kvm2Error } from '../../errors/error.js';
+import { VirErr } from '../../libvirt/error-codes.js';
+import { LibvirtError } from '../../libvirt/errors.js';
 import {
   StoragePoolLookupByName,
   type NonnullStoragePool,
@@ -38,13 +41,37 @@ async function lookup(
     lookupVolume(conn, pool, entry.baseName, signal),
   ]);
   if (marker !== undefined && base !== undefined) {
-    const content = await readSmallVolume(conn, marker, MARKER_READ_BYTES, signal);
+    const content = await readMarker(conn, marker, entry, signal);
     const sha256 = content?.toString('latin1');
     if (sha256 !== undefined && isMarkerFor(sha256, entry.image)) {
       return { cached: true, base, sha256 };
     }
   }
   return { cached: false, debris: [marker, base].filter((v) => v !== undefined) };
+}
+
+/**
+ * The marker's bytes. libvirt refuses to read a volume it is still creating (OPERATION_INVALID,
+ * "volume '…' is still being allocated"): a fill is writing this marker now, another create's,
+ * or one whose fill lock a Redis failover lost. Not debris and not a failure of this image: a
+ * busy fill (ERR_LOCK_BUSY, transient), and the retry finds the marker written.
+ */
+async function readMarker(
+  conn: LibvirtConnection,
+  marker: NonnullStorageVol,
+  entry: CacheEntry,
+  signal: AbortSignal,
+): Promise<Buffer | undefined> {
+  try {
+    return await readSmallVolume(conn, marker, MARKER_READ_BYTES, signal);
+  } catch (err) {
+    if (!(err instanceof LibvirtError && err.libvirtCode === VirErr.OPERATION_INVALID)) throw err;
+    throw new Kvm2Error(
+      'ERR_LOCK_BUSY',
+      `image '${entry.imageName}': marker volume '${entry.markerName}' is still being written by a fill`,
+      { cause: err },
+    );
+  }
 }
 
 async function lookupPool(
