@@ -20,6 +20,7 @@ import { appendResult } from '../../queues/results.js';
 import { sleep, waitUntil } from '../harness/fault-kit.js';
 import { request, result } from '../harness/queue-requests.js';
 import { redisScope, type RedisScope } from '../harness/redis.js';
+import { monitorRedis } from '../harness/redis-monitor.js';
 
 let scope: RedisScope;
 let client: Kvm2Client;
@@ -204,9 +205,8 @@ describe('create and delete', () => {
     await client.gc({ tag: 'warm-up', keep: [], graceMs: 0 });
     // Every command sent (not run inside a script) that names this test's instance or the GC
     // queue, seen by MONITOR.
-    const monitor = await scope.redis.monitor();
     const seen: string[][] = [];
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    const monitor = await monitorRedis(({ args, source }) => {
       if (source.toLowerCase().includes('lua')) return;
       const ours = args.some((a) => a.startsWith(scope.prefix));
       if (ours && args.some((a) => a.includes('one-step') || a.includes(':gc:'))) seen.push(args);
@@ -238,7 +238,7 @@ describe('create and delete', () => {
         requestsBefore: await requestCount(scope.redis, scope.prefix),
       });
     } finally {
-      monitor.disconnect();
+      monitor.stop();
     }
   });
 
