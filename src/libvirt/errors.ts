@@ -24,6 +24,11 @@ export class LibvirtError extends Kvm2Error {
   }
 }
 
+/** `err` is libvirt's error number `code` (a VirErr), as the daemon sent it. */
+export function isLibvirtCode(err: unknown, code: number): err is LibvirtError {
+  return err instanceof LibvirtError && err.libvirtCode === code;
+}
+
 /** A call's own signal fired, or its budget ran out, while it was in flight. */
 export class CallAbortedError extends Kvm2Error {
   declare readonly code: 'ERR_LIBVIRT_CALL_ABORTED' | 'ERR_LIBVIRT_CALL_TIMEOUT';

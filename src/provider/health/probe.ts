@@ -2,7 +2,7 @@
 // connection pipelines them), and every answer is written into the report's details as it
 // arrives, so a probe cut short by its deadline, or one that finds the pool missing, still
 // says which libvirt answered.
-import { LibvirtError } from '../../libvirt/errors.js';
+import { isLibvirtCode } from '../../libvirt/errors.js';
 import type { LibvirtConnection } from '../../libvirt/connection.js';
 import { VirErr } from '../../libvirt/error-codes.js';
 import type { Procedure } from '../../libvirt/procedure.js';
@@ -40,10 +40,6 @@ export function formatVersion(packed: bigint): string {
 /** Bytes as GiB with two decimals, the unit `virsh pool-info` uses for a pool. */
 export function formatGiB(bytes: number | bigint): string {
   return `${(Number(bytes) / 2 ** 30).toFixed(2)} GiB`;
-}
-
-function isLibvirtCode(err: unknown, code: number): err is LibvirtError {
-  return err instanceof LibvirtError && err.libvirtCode === code;
 }
 
 export class HostProbe {

@@ -6,7 +6,7 @@
 import type { LibvirtConnection } from '../../libvirt/connection.js';
 import { Kvm2Error } from '../../errors/error.js';
 import { VirErr } from '../../libvirt/error-codes.js';
-import { LibvirtError } from '../../libvirt/errors.js';
+import { isLibvirtCode } from '../../libvirt/errors.js';
 import {
   StoragePoolLookupByName,
   type NonnullStoragePool,
@@ -65,7 +65,7 @@ async function readMarker(
   try {
     return await readSmallVolume(conn, marker, MARKER_READ_BYTES, signal);
   } catch (err) {
-    if (!(err instanceof LibvirtError && err.libvirtCode === VirErr.OPERATION_INVALID)) throw err;
+    if (!isLibvirtCode(err, VirErr.OPERATION_INVALID)) throw err;
     throw new Kvm2Error(
       'ERR_LOCK_BUSY',
       `image '${entry.imageName}': marker volume '${entry.markerName}' is still being written by a fill`,

@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LibvirtConnection } from '../../libvirt/connection.js';
 import { VirErr } from '../../libvirt/error-codes.js';
-import { LibvirtError } from '../../libvirt/errors.js';
+import { isLibvirtCode } from '../../libvirt/errors.js';
 import {
   StoragePoolRefresh,
   StorageVolCreateXML,
@@ -21,10 +21,6 @@ import { buildVolumeXml } from '../xml/volume.js';
 
 /** How long a refresh or a delete keeps trying while libvirt says the pool or volume is busy. */
 const BUSY_RETRY_MS = 30_000;
-
-function isLibvirtCode(err: unknown, code: number): boolean {
-  return err instanceof LibvirtError && err.libvirtCode === code;
-}
 
 /** The volume, or undefined when the pool has none of that name. */
 export async function lookupVolume(
