@@ -34,18 +34,30 @@ const UPLOAD_MIB = arg('upload-mib', 1024);
 const SKIP_UPLOAD = process.argv.includes('--skip-upload');
 const ONLY_UPLOAD = process.argv.includes('--only-upload');
 
-/** Median of each side over ROUNDS, the two measured alternately. */
+/**
+ * Median of each side over ROUNDS, the two measured alternately, and which one goes first
+ * swapped each round: whatever one run leaves behind (the pool disk's writeback after an
+ * upload, a warm cache) falls on each side alike. `rounds` has each round's pair.
+ */
 async function sideBySide(
   oursRun: () => Promise<number>,
   refRun: () => Promise<number>,
-): Promise<{ ours: number; ref: number }> {
-  const o: number[] = [];
-  const r: number[] = [];
+): Promise<{ ours: number; ref: number; rounds: { ours: number; ref: number }[] }> {
+  const rounds: { ours: number; ref: number }[] = [];
   for (let i = 0; i < ROUNDS; i++) {
-    r.push(await refRun());
-    o.push(await oursRun());
+    if (i % 2 === 0) {
+      const ref = await refRun();
+      rounds.push({ ref, ours: await oursRun() });
+    } else {
+      const ours = await oursRun();
+      rounds.push({ ours, ref: await refRun() });
+    }
   }
-  return { ours: median(o), ref: median(r) };
+  return {
+    ours: median(rounds.map((r) => r.ours)),
+    ref: median(rounds.map((r) => r.ref)),
+    rounds,
+  };
 }
 
 interface CRun {
@@ -206,6 +218,117 @@ function treeAnonKiB(pid: number): number {
   }
 }
 
+interface OursUpload {
+  mibPerSec: number;
+  /** Wall time of the process that was not the upload: node's start, loading, dial, exit. */
+  outsideMs: number;
+  peakAnonMiB: number;
+  child: { peakRssMiB: number; rssBeforeMiB: number; rssStartMiB: number; rssLoadedMiB: number };
+}
+
+/**
+ * Our side: the upload in a node process of its own on the compiled client, timed whole,
+ * start to exit, as virsh is: node's start and the dial count too.
+ */
+async function oursUpload(dir: string, pool: string, vol: string, file: string) {
+  const { seconds, stdout, peakAnonMiB } = await timed('/usr/bin/time', [
+    '-f',
+    '%M',
+    '-o',
+    path.join(dir, 'ours.rss'),
+    process.execPath,
+    path.join(here, 'upload-child.mjs'),
+    'qemu:///system',
+    pool,
+    vol,
+    file,
+  ]);
+  const child = JSON.parse(stdout) as OursUpload['child'] & { seconds: number };
+  return {
+    mibPerSec: UPLOAD_MIB / seconds,
+    outsideMs: (seconds - child.seconds) * 1000,
+    peakAnonMiB,
+    child,
+  } satisfies OursUpload;
+}
+
+async function virshUpload(dir: string, pool: string, vol: string, file: string) {
+  const { seconds, peakAnonMiB } = await timed('/usr/bin/time', [
+    '-f',
+    '%M',
+    '-o',
+    path.join(dir, 'virsh.rss'),
+    'virsh',
+    '-q',
+    'vol-upload',
+    '--pool',
+    pool,
+    vol,
+    file,
+  ]);
+  const rssMiB = Number(fs.readFileSync(path.join(dir, 'virsh.rss'), 'utf8').trim()) / 1024;
+  return { mibPerSec: UPLOAD_MIB / seconds, peakAnonMiB, rssMiB };
+}
+
+const UPLOAD_VOLS = ['kvm2-bench-virsh.raw', 'kvm2-bench-ours.raw'] as const;
+
+/**
+ * Each side's volume, made and then written once untimed: the first write into a fresh volume
+ * allocates its blocks and ran 2–4× slower than the next ones, on whichever side met it.
+ */
+async function prepareUploadVolumes(dir: string, pool: string, file: string): Promise<void> {
+  for (const v of UPLOAD_VOLS) {
+    await run('virsh', ['-q', 'vol-delete', '--pool', pool, v]).catch(() => undefined);
+    await run('virsh', [
+      '-q',
+      'vol-create-as',
+      pool,
+      v,
+      String(UPLOAD_MIB << 20),
+      '--format',
+      'raw',
+    ]);
+  }
+  await oursUpload(dir, pool, UPLOAD_VOLS[1], file);
+  await virshUpload(dir, pool, UPLOAD_VOLS[0], file);
+}
+
+/**
+ * The same two uploads into a transient pool on tmpfs: with the disk out of the way, what is
+ * left is the two clients, the daemon and its iohelper. Context for the row above, which the
+ * pool's disk bounds.
+ */
+async function tmpfsUploads(dir: string, file: string): Promise<void> {
+  const pool = `kvm2-bench-shm-${process.pid}`;
+  const target = fs.mkdtempSync('/dev/shm/kvm2-bench-');
+  await run('virsh', ['-q', 'pool-create-as', pool, 'dir', '--target', target]);
+  try {
+    await prepareUploadVolumes(dir, pool, file);
+    const outside: number[] = [];
+    const r = await sideBySide(
+      async () => {
+        const o = await oursUpload(dir, pool, UPLOAD_VOLS[1], file);
+        outside.push(o.outsideMs);
+        return o.mibPerSec;
+      },
+      async () => (await virshUpload(dir, pool, UPLOAD_VOLS[0], file)).mibPerSec,
+    );
+    // What our transfer itself runs at: the process's time less what was not the upload.
+    const transfer = UPLOAD_MIB / (UPLOAD_MIB / r.ours - median(outside) / 1000);
+    const line =
+      `upload into a pool on tmpfs (the disk out of the way): ours ${r.ours.toFixed(0)} MiB/s ` +
+      `(the transfer alone ~${transfer.toFixed(0)}), virsh ${r.ref.toFixed(0)} MiB/s: ` +
+      `${(r.ours / r.ref).toFixed(2)}x (per round ` +
+      r.rounds.map((x) => `${x.ours.toFixed(0)}/${x.ref.toFixed(0)}`).join(' ') +
+      `; ours outside the upload ${median(outside).toFixed(0)} ms)`;
+    summary.push(line);
+    console.log(line);
+  } finally {
+    await run('virsh', ['-q', 'pool-destroy', pool]).catch(() => undefined);
+    fs.rmSync(target, { recursive: true, force: true });
+  }
+}
+
 async function uploadSection(): Promise<void> {
   console.log(
     `\n== upload of a ${UPLOAD_MIB} MiB volume over the UNIX socket, median of ${ROUNDS}`,
@@ -214,21 +337,9 @@ async function uploadSection(): Promise<void> {
   await run('npx', ['tsc', '-p', 'tsconfig.build.json']);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvm2-bench-'));
   const file = path.join(dir, 'image.raw');
-  const vols = ['kvm2-bench-virsh.raw', 'kvm2-bench-ours.raw'] as const;
   try {
     await run('sh', ['-c', `head -c ${UPLOAD_MIB << 20} /dev/urandom > ${file}`]);
-    for (const v of vols) {
-      await run('virsh', ['-q', 'vol-delete', '--pool', 'default', v]).catch(() => undefined);
-      await run('virsh', [
-        '-q',
-        'vol-create-as',
-        'default',
-        v,
-        String(UPLOAD_MIB << 20),
-        '--format',
-        'raw',
-      ]);
-    }
+    await prepareUploadVolumes(dir, 'default', file);
     const rss: number[] = [];
     const before: number[] = [];
     const started: number[] = [];
@@ -236,51 +347,33 @@ async function uploadSection(): Promise<void> {
     const virshAnon: number[] = [];
     const loaded: number[] = [];
     const virshRss: number[] = [];
+    const outside: number[] = [];
     const r = await sideBySide(
       async () => {
-        // Whole process, start to exit, as for virsh: node start-up and the dial count too.
-        const { seconds, stdout, peakAnonMiB } = await timed('/usr/bin/time', [
-          '-f',
-          '%M',
-          '-o',
-          path.join(dir, 'ours.rss'),
-          process.execPath,
-          path.join(here, 'upload-child.mjs'),
-          'qemu:///system',
+        const { mibPerSec, outsideMs, peakAnonMiB, child } = await oursUpload(
+          dir,
           'default',
-          vols[1],
+          UPLOAD_VOLS[1],
           file,
-        ]);
-        const child = JSON.parse(stdout) as {
-          peakRssMiB: number;
-          rssBeforeMiB: number;
-          rssStartMiB: number;
-          rssLoadedMiB: number;
-        };
+        );
         rss.push(child.peakRssMiB);
         anon.push(peakAnonMiB);
         before.push(child.rssBeforeMiB);
         started.push(child.rssStartMiB);
         loaded.push(child.rssLoadedMiB);
-        return UPLOAD_MIB / seconds;
+        outside.push(outsideMs);
+        return mibPerSec;
       },
       async () => {
-        const { seconds, peakAnonMiB } = await timed('/usr/bin/time', [
-          '-f',
-          '%M',
-          '-o',
-          path.join(dir, 'virsh.rss'),
-          'virsh',
-          '-q',
-          'vol-upload',
-          '--pool',
+        const { mibPerSec, peakAnonMiB, rssMiB } = await virshUpload(
+          dir,
           'default',
-          vols[0],
+          UPLOAD_VOLS[0],
           file,
-        ]);
+        );
         virshAnon.push(peakAnonMiB);
-        virshRss.push(Number(fs.readFileSync(path.join(dir, 'virsh.rss'), 'utf8').trim()) / 1024);
-        return UPLOAD_MIB / seconds;
+        virshRss.push(rssMiB);
+        return mibPerSec;
       },
     );
     const peak = Math.max(...rss);
@@ -291,6 +384,15 @@ async function uploadSection(): Promise<void> {
       r.ours / r.ref,
       1.0,
     );
+    // Each round's pair (the disk under both is the noisiest part of this machine), and what
+    // of our process's time is not the upload: node's start, the modules, the dial, the exit.
+    const roundsLine =
+      `upload per round (MiB/s, ours/virsh; the first to run alternates): ` +
+      r.rounds.map((x) => `${x.ours.toFixed(0)}/${x.ref.toFixed(0)}`).join(' ') +
+      `; ours outside the upload (start, load, dial, exit): ` +
+      `${median(outside).toFixed(0)} ms (${outside.map((x) => x.toFixed(0)).join('/')})`;
+    summary.push(roundsLine);
+    console.log(roundsLine);
     // The floor under both: the pool's disk taking the same bytes (dd, 256 KiB writes, fsync at
     // the end, as libvirt's iohelper syncs before it reports the upload done).
     const disk: number[] = [];
@@ -334,8 +436,9 @@ async function uploadSection(): Promise<void> {
       `${median(anon).toFixed(1)} MiB, virsh ${median(virshAnon).toFixed(1)} MiB (medians)`;
     summary.push(anonLine);
     console.log(anonLine);
+    await tmpfsUploads(dir, file);
   } finally {
-    for (const v of vols) {
+    for (const v of UPLOAD_VOLS) {
       await run('virsh', ['-q', 'vol-delete', '--pool', 'default', v]).catch(() => undefined);
     }
     fs.rmSync(dir, { recursive: true, force: true });
