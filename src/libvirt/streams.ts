@@ -35,7 +35,8 @@ export class UploadPacketizer {
 
   /**
    * `emit` sends the frames and calls `written` once the link has taken them (the write's
-   * callback): the packet buffer is used again after that, never before.
+   * callback, or sooner: see uploadStream): the packet buffer is used again after that, never
+   * before. `written` may be called more than once.
    */
   constructor(
     private readonly header: PacketHeader,
@@ -62,7 +63,12 @@ export class UploadPacketizer {
     const frame = packet.subarray(0, PREFIX_SIZE + this.fill);
     this.packet = undefined;
     this.fill = 0;
+    let returned = false;
     this.emit([frame], () => {
+      // Called when the link has taken the frame: at once when the link took it whole, and
+      // again by the write's own callback, which may come later.
+      if (returned) return;
+      returned = true;
       if (this.spare.length < SPARE_PACKETS) this.spare.push(packet);
     });
   }

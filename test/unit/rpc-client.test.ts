@@ -1,7 +1,7 @@
 // Engine rules that need a daemon to misbehave on cue, so a fake one on an in-memory pair:
 // a queued call that is abandoned fails alone; an upload whose source throws closes the link
 // (the daemon's stream would otherwise stay open).
-import type { Duplex } from 'node:stream';
+import { Duplex } from 'node:stream';
 import { expect, it } from 'vitest';
 import { CallAbortedError } from '../../src/libvirt/errors.js';
 import { FrameDecoder, encodePrefix, type PacketHeader } from '../../src/libvirt/packet.js';
@@ -154,6 +154,80 @@ it('at most 4 calls on the wire, but up to 32 burst calls; calls leave in the or
     }
     await expect(Promise.all([...normal, ...bursts])).resolves.toHaveLength(46);
   } finally {
+    client.destroy();
+  }
+});
+
+/**
+ * A link that takes every write at once, copied as a kernel's socket buffer takes it, and
+ * answers an upload like the daemon: the call's reply, then STREAM/OK for our finish. Fake
+ * because a real socket takes a write whole, synchronously, only when it has room at that
+ * instant; this one always does.
+ */
+class EagerLink extends Duplex {
+  readonly received: Buffer[] = [];
+  /** The backing memory of every write of a stream data packet (a STREAM frame with bytes). */
+  readonly packetMemory = new Set<ArrayBufferLike>();
+  /** `turns()` at each data packet received. */
+  readonly turnsAtPacket: number[] = [];
+
+  constructor(private readonly turns: () => number) {
+    super();
+  }
+
+  readonly #decoder = new FrameDecoder((h, payload) => {
+    if (h.type === 0) this.#answer({ ...h, type: 1, status: 0 });
+    else if (h.type === 3 && h.status === 2) {
+      this.received.push(payload);
+      this.turnsAtPacket.push(this.turns());
+    } else if (h.type === 3 && h.status === 0) this.#answer({ ...h, type: 3, status: 0 });
+  });
+
+  #answer(h: PacketHeader): void {
+    setImmediate(() => this.push(encodePrefix(h, 0)));
+  }
+
+  override _read(): void {}
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (e?: Error | null) => void): void {
+    if (chunk.length > 28 && chunk.readInt32BE(16) === 3) this.packetMemory.add(chunk.buffer);
+    this.#decoder.push(Buffer.from(chunk)); // copied now: the caller may reuse `chunk` after cb
+    cb();
+  }
+}
+
+it('an upload over a link that takes each write at once reuses one packet buffer and gives the event loop turns, from a source that never waits', async () => {
+  let turns = 0;
+  let ticking = true;
+  const tick = (): void => {
+    turns++;
+    if (ticking) setImmediate(tick);
+  };
+  setImmediate(tick);
+  const link = new EagerLink(() => turns);
+  const client = new RpcClient(link, { host: 'fake' });
+  const chunk = Buffer.alloc(64 * 1024);
+  let n = 0;
+  function* source(): Generator<Buffer> {
+    // 32 MiB in 64 KiB pieces, one buffer refilled for each: a synchronous source (an array, a
+    // generator, readSync) gives the event loop no turn between them.
+    for (let i = 0; i < 512; i++) {
+      chunk.fill(n++ & 0xff);
+      yield chunk;
+    }
+  }
+  const vol = { pool: 'default', name: 'v', key: 'k' };
+  try {
+    await client.upload(StorageVolUpload, { vol, offset: 0n, length: 0n, flags: 0 }, source());
+    const bytes = Buffer.concat(link.received);
+    expect(bytes.length).toBe(512 * 64 * 1024);
+    for (let i = 0; i < 512; i++) expect(bytes[i * 64 * 1024]).toBe(i & 0xff);
+    // Each packet was taken before the next was gathered: its buffer served the next one.
+    expect(link.packetMemory.size).toBe(1);
+    // 32 MiB sent in one go would hold the loop throughout; it turned at least every 4 MiB.
+    const during = link.turnsAtPacket.at(-1)! - link.turnsAtPacket[0]!;
+    expect(during).toBeGreaterThanOrEqual(7);
+  } finally {
+    ticking = false;
     client.destroy();
   }
 });
