@@ -181,9 +181,13 @@ async function rpcSection(
 async function timed(
   cmd: string,
   args: string[],
+  env: Record<string, string> = {},
 ): Promise<{ seconds: number; stdout: string; peakAnonMiB: number }> {
   const t0 = performance.now();
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(cmd, args, {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ...env },
+  });
   let stdout = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   let peakAnonKiB = 0;
@@ -228,21 +232,32 @@ interface OursUpload {
 
 /**
  * Our side: the upload in a node process of its own on the compiled client, timed whole,
- * start to exit, as virsh is: node's start and the dial count too.
+ * start to exit, as virsh is: node's start and the dial count too. The file is read as virsh
+ * reads it (upload-child.mjs), or through fs.promises with `reader` 'promises'.
  */
-async function oursUpload(dir: string, pool: string, vol: string, file: string) {
-  const { seconds, stdout, peakAnonMiB } = await timed('/usr/bin/time', [
-    '-f',
-    '%M',
-    '-o',
-    path.join(dir, 'ours.rss'),
-    process.execPath,
-    path.join(here, 'upload-child.mjs'),
-    'qemu:///system',
-    pool,
-    vol,
-    file,
-  ]);
+async function oursUpload(
+  dir: string,
+  pool: string,
+  vol: string,
+  file: string,
+  reader: 'sync' | 'promises' = 'sync',
+) {
+  const { seconds, stdout, peakAnonMiB } = await timed(
+    '/usr/bin/time',
+    [
+      '-f',
+      '%M',
+      '-o',
+      path.join(dir, 'ours.rss'),
+      process.execPath,
+      path.join(here, 'upload-child.mjs'),
+      'qemu:///system',
+      pool,
+      vol,
+      file,
+    ],
+    { READER: reader },
+  );
   const child = JSON.parse(stdout) as OursUpload['child'] & { seconds: number };
   return {
     mibPerSec: UPLOAD_MIB / seconds,
@@ -305,8 +320,11 @@ async function tmpfsUploads(dir: string, file: string): Promise<void> {
   try {
     await prepareUploadVolumes(dir, pool, file);
     const outside: number[] = [];
+    const promises: number[] = [];
     const r = await sideBySide(
       async () => {
+        // The same client fed through fs.promises, in the same slot: what the read costs.
+        promises.push((await oursUpload(dir, pool, UPLOAD_VOLS[1], file, 'promises')).mibPerSec);
         const o = await oursUpload(dir, pool, UPLOAD_VOLS[1], file);
         outside.push(o.outsideMs);
         return o.mibPerSec;
@@ -320,7 +338,8 @@ async function tmpfsUploads(dir: string, file: string): Promise<void> {
       `(the transfer alone ~${transfer.toFixed(0)}), virsh ${r.ref.toFixed(0)} MiB/s: ` +
       `${(r.ours / r.ref).toFixed(2)}x (per round ` +
       r.rounds.map((x) => `${x.ours.toFixed(0)}/${x.ref.toFixed(0)}`).join(' ') +
-      `; ours outside the upload ${median(outside).toFixed(0)} ms)`;
+      `; ours outside the upload ${median(outside).toFixed(0)} ms); ours reading through ` +
+      `fs.promises ${median(promises).toFixed(0)} MiB/s (${promises.map((x) => x.toFixed(0)).join('/')})`;
     summary.push(line);
     console.log(line);
   } finally {

@@ -21,8 +21,13 @@ const { pool } = await conn.call(StoragePoolLookupByName, { name: poolName });
 const { vol } = await conn.call(StorageVolLookupByName, { pool, name: volName });
 const rssBeforeMiB = rssMiB();
 
-/** The file in 256 KiB reads into one buffer, as virsh reads it (READ_CHUNK sets the size). */
-async function* chunks(size) {
+/**
+ * The file in 256 KiB reads into one buffer, as virsh reads it: read(2) on the thread that
+ * sends, between sends (READ_CHUNK sets the size). READER=promises reads through fs.promises
+ * instead, each read a trip to libuv's thread pool and back, which virsh does not make
+ * (bench/rpc prints both: the client underneath is the same).
+ */
+async function* promisesChunks(size) {
   const handle = await fs.promises.open(file);
   const buffer = Buffer.allocUnsafe(size);
   try {
@@ -35,6 +40,22 @@ async function* chunks(size) {
     await handle.close();
   }
 }
+
+function* syncChunks(size) {
+  const fd = fs.openSync(file);
+  const buffer = Buffer.allocUnsafe(size);
+  try {
+    for (;;) {
+      const bytesRead = fs.readSync(fd, buffer, 0, size);
+      if (bytesRead === 0) return;
+      yield buffer.subarray(0, bytesRead);
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+const chunks = process.env.READER === 'promises' ? promisesChunks : syncChunks;
 
 const t0 = performance.now();
 await conn.upload(
