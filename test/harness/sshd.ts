@@ -264,6 +264,12 @@ class SshdProcess implements Sshd {
       'UsePAM no',
       'PrintMotd no',
       'LogLevel VERBOSE',
+      // sshd runs each session's command through the user's shell, and Debian's bash reads
+      // ~/.bashrc for a command sshd started when it is a top-level shell (SHLVL below 2):
+      // this machine's root runs `pyenv init` there, ~0.65 s of CPU a session, and every dial
+      // (kvm2's `exec true`, virsh's proxy) would leave one such shell behind. A session starts
+      // one level down, so its shell reads no rc file (test/integration/ssh-harness-shell).
+      'SetEnv SHLVL=1',
       ...this.extraConfig,
       '',
     ].join('\n');
