@@ -3,10 +3,11 @@
 // fires or whose budget runs out while on the wire kills the link (its reply would otherwise
 // arrive for nobody, and the daemon may still be working on it); calls still queued here have
 // not reached the daemon and fail alone.
-import { SpanStatusCode, type Span, type Tracer } from '@opentelemetry/api';
+import type { Span, Tracer } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { CallAbortedError, InvalidArgumentError, LinkInterruptedError } from './errors.js';
 import { MessageStatus, MessageType, packetWriter, sealPacket } from './packet.js';
+import { SPAN_STATUS_ERROR } from './tracing.js';
 import type { Procedure } from './procedure.js';
 
 type AnyProcedure = Procedure<any, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -52,7 +53,8 @@ export interface CallLink {
 
 export interface CallTableOptions {
   readonly maxInFlight: number;
-  readonly tracer: Tracer;
+  /** None: no spans. */
+  readonly tracer: Tracer | undefined;
   readonly logger: Logger | undefined;
 }
 
@@ -131,7 +133,7 @@ export class CallTable {
       call.resolve(value);
     } else {
       call.span?.recordException(err);
-      call.span?.setStatus({ code: SpanStatusCode.ERROR, message: err.message });
+      call.span?.setStatus({ code: SPAN_STATUS_ERROR, message: err.message });
       call.span?.end();
       call.reject(err);
     }
@@ -167,7 +169,7 @@ export class CallTable {
 
   private begin(call: PendingCall, timeoutMs: number): void {
     call.started = performance.now();
-    call.span = this.options.tracer.startSpan(`kvm2.${call.proc.name}`, {
+    call.span = this.options.tracer?.startSpan(`kvm2.${call.proc.name}`, {
       attributes: {
         'rpc.system': 'libvirt',
         'rpc.method': call.proc.name,

@@ -4,7 +4,7 @@
 //   -> CONNECT_SUPPORTS_FEATURE(PROGRAM_KEEPALIVE) -> CONNECT_OPEN(name)
 // and CONNECT_CLOSE on the way out (the daemon replies, then closes the socket).
 import { EventEmitter } from 'node:events';
-import { SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
+import type { Tracer } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { LibvirtError } from './errors.js';
 import { DialError, type DialReason } from './transport/dial-error.js';
@@ -20,6 +20,7 @@ import {
 import { RpcClient, type CallOptions, type StreamOptions } from './rpc-client.js';
 import type { Link } from './transport/types.js';
 import { dialUnix } from './transport/unix.js';
+import { SPAN_STATUS_ERROR } from './tracing.js';
 import type { LibvirtTarget } from './transport/uri.js';
 
 const AUTH_NONE = 0;
@@ -59,7 +60,8 @@ export class LibvirtConnection extends EventEmitter<{ close: [Error | undefined]
   }
 
   static async connect(target: LibvirtTarget, options: ConnectOptions): Promise<LibvirtConnection> {
-    const tracer = options.tracer ?? trace.getTracer('kvm2');
+    const tracer = options.tracer;
+    if (tracer === undefined) return LibvirtConnection.dial(target, options, undefined);
     return tracer.startActiveSpan(
       'kvm2.dial',
       { attributes: { 'kvm2.host': options.host, 'kvm2.transport': target.transport } },
@@ -70,7 +72,7 @@ export class LibvirtConnection extends EventEmitter<{ close: [Error | undefined]
           return conn;
         } catch (err) {
           span.recordException(err as Error);
-          span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+          span.setStatus({ code: SPAN_STATUS_ERROR, message: (err as Error).message });
           if (err instanceof DialError) span.setAttribute('kvm2.dial.stage', err.stage);
           span.end();
           throw err;
@@ -82,7 +84,7 @@ export class LibvirtConnection extends EventEmitter<{ close: [Error | undefined]
   private static async dial(
     target: LibvirtTarget,
     options: ConnectOptions,
-    tracer: Tracer,
+    tracer: Tracer | undefined,
   ): Promise<LibvirtConnection> {
     const timeoutMs = options.dialTimeoutMs ?? CONNECT_DEFAULTS.dialTimeoutMs;
     const deadline = Date.now() + timeoutMs;

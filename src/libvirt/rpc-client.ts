@@ -8,7 +8,7 @@
 // have not reached the daemon: they fail alone, and the link stays.
 import { EventEmitter } from 'node:events';
 import type { Duplex } from 'node:stream';
-import { trace, type Tracer } from '@opentelemetry/api';
+import type { Tracer } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { CallTable } from './call-table.js';
 import {
@@ -94,7 +94,7 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
       },
       {
         maxInFlight: options.maxInFlight ?? DEFAULTS.maxInFlight,
-        tracer: options.tracer ?? trace.getTracer('kvm2'),
+        tracer: options.tracer,
         logger: options.logger,
       },
     );
