@@ -33,11 +33,14 @@ describe('the harness’s sshd', () => {
 
   it('runs a command in a shell that read no rc file: its PATH is the one sshd gave it', async () => {
     const out = await ssh(
-      `echo "now=$PATH"; tr '\\0' '\\n' < /proc/$$/environ | sed -n 's/^PATH=/given=/p'`,
+      `echo "now=$PATH"; tr '\\0' '\\n' < /proc/$$/environ | sed -n 's/^PATH=/given=/p; s/^SHLVL=/level=/p'`,
     );
     const now = /^now=(.*)$/m.exec(out)?.[1];
     const given = /^given=(.*)$/m.exec(out)?.[1];
     expect(given).toMatch(/\/usr\/bin/);
     expect(now).toBe(given);
+    // Why, on any machine (the PATH above differs only where the rc file changes it): the shell
+    // started one level down, which is what makes bash skip ~/.bashrc for an sshd command.
+    expect(/^level=(.*)$/m.exec(out)?.[1]).toBe('1');
   });
 });
