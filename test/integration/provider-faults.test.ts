@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parseConfig } from '../../src/provider/config/load.js';
 import { newUid } from '../../src/provider/core/ids.js';
+import { ensureBaseImage } from '../../src/provider/image/cache.js';
 import { Provider } from '../../src/provider/provider.js';
 import { KVM2_XMLNS } from '../../src/provider/xml/metadata.js';
 import { startImageServer, type ImageServer } from '../harness/image-server.js';
@@ -80,6 +81,55 @@ it('a pool too small for the image: quota_exceeded before anything is written', 
       await provider.close();
     }
   } finally {
+    await virsh(['pool-destroy', pool]).catch(() => undefined);
+    await virsh(['pool-undefine', pool]).catch(() => undefined);
+    await run('umount', [mnt]).catch(() => undefined);
+  }
+});
+
+it('a cached image and no room left for the seed: quota_exceeded, no volume or domain made', async () => {
+  // The image is filled first, with room to spare; then the pool's tmpfs is filled up to a
+  // few KiB, less than any seed. The create finds the image cached (its space check is the
+  // one answered early, beside the volume look-ups) and must refuse before writing a thing.
+  const mnt = path.join(dir, 'seedless');
+  fs.mkdirSync(mnt);
+  await run('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', mnt]);
+  const pool = uniqueName('kvm2-seedless').slice(0, 40);
+  const name = uniqueName('kvm2-seedless');
+  const image = path.join(dir, 'seedless.qcow2');
+  await run('qemu-img', ['create', '-q', '-f', 'qcow2', image, '64M']);
+  images.serve('/seedless.qcow2', { file: image });
+  try {
+    await virsh(['pool-define-as', pool, 'dir', '--target', mnt]);
+    await virsh(['pool-start', pool]);
+    const provider = new Provider(
+      parseConfig({
+        hosts: [{ ...testHost(sshd, net.name, { pool }), poolReserve: '4KiB' }],
+        images: { small: { url: images.url('/seedless.qcow2'), format: 'qcow2' } },
+        defaults: { vcpus: 1, memoryMiB: 64, diskGiB: 1 },
+      }),
+    );
+    try {
+      await ensureBaseImage(provider.ctx, 'h1', 'small', {});
+      const free = fs.statfsSync(mnt);
+      fs.writeFileSync(path.join(mnt, 'filler'), Buffer.alloc(free.bavail * free.bsize - 8192));
+      const before = await poolVolumes(pool);
+      expect(before).toContain('filler');
+      const err = await provider
+        .create({ host: 'h1', name, uid: newUid(), image: 'small' })
+        .catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'ERR_POOL_FULL', kind: 'quota_exceeded' });
+      expect((err as Error).message).toMatch(/has \d+ bytes free; image and seed need \d+/);
+      expect(await poolVolumes(pool)).toEqual(before);
+      expect(await domainExists(name)).toBe(false);
+    } finally {
+      await provider.close();
+    }
+  } finally {
+    await run('sh', [
+      '-c',
+      `virsh -q vol-list ${pool} | awk '{print $1}' | xargs -r -n1 virsh -q vol-delete --pool ${pool}`,
+    ]).catch(() => undefined);
     await virsh(['pool-destroy', pool]).catch(() => undefined);
     await virsh(['pool-undefine', pool]).catch(() => undefined);
     await run('umount', [mnt]).catch(() => undefined);

@@ -215,8 +215,9 @@ async function makeDomain(
 ): Promise<{ readonly dom: NonnullDomain; readonly metadata: InstanceMetadata }> {
   const hc = hostConfig(ctx, host);
   const log = ctx.logger.child({ host, instance: req.name });
-  // The overlay's and the old seed's look-ups go out now, with the space check (a retry may
-  // find either); the first round of `volumes` takes them.
+  // The overlay's and the old seed's look-ups go out now (a retry may find either), and the
+  // pool's free space with them: the first round of `volumes` takes the look-ups, the check of
+  // a cached image the free space, and the seed is built while the answers travel.
   const guard = <T>(p: Promise<T>): Promise<T> => {
     p.catch(() => undefined);
     return p;
@@ -225,6 +226,9 @@ async function makeDomain(
     overlay: guard(lookupVolume(conn, pool, overlayVolumeName(req.name), io.signal)),
     seed: guard(lookupVolume(conn, pool, seedVolumeName(req.name), io.signal)),
   };
+  let earlySpace: Promise<{ readonly available: bigint }> | undefined = guard(
+    conn.call(StoragePoolGetInfo, { pool }, io),
+  );
   const createdAt = new Date().toISOString();
   let seed: ReturnType<typeof buildSeed> | undefined;
   const seedImage = (): ReturnType<typeof buildSeed> =>
@@ -235,10 +239,15 @@ async function makeDomain(
       ...(req.networkConfig === undefined ? {} : { networkConfig: req.networkConfig }),
       vendorData: imageConfig(ctx, req.image).vendorData,
     }));
-  // 3: nothing is written when the image and seed cannot fit.
+  // 3: nothing is written when the image and seed cannot fit. A fill asks afresh, with the
+  // image's size, when it holds the fill lock; the early answer serves one check of a cached
+  // image (it is at most a few look-ups old).
   const checkSpace = async (imageBytes: number, signal: AbortSignal | undefined): Promise<void> => {
+    const asked = imageBytes === 0 ? earlySpace : undefined;
+    earlySpace = undefined;
+    const info = asked ?? guard(conn.call(StoragePoolGetInfo, { pool }, { signal }));
     const pending = imageBytes + seedImage().length;
-    const { available } = await conn.call(StoragePoolGetInfo, { pool }, { signal });
+    const { available } = await info;
     if (BigInt(pending) > available) {
       throw new Kvm2Error(
         'ERR_POOL_FULL',
