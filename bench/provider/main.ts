@@ -17,6 +17,7 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { LibvirtConnection } from '../../src/libvirt/connection.js';
 import {
@@ -51,6 +52,8 @@ function arg(name: string, dflt: number): number {
 const ROUNDS = arg('rounds', 5);
 const DOMAINS = arg('domains', 300);
 const SKIP_LIST = process.argv.includes('--skip-list');
+/** The pause after each guest's deletion, before the next step of a round (ms). */
+const SETTLE_MS = arg('settle', 300);
 
 const summary: string[] = [];
 function report(what: string, ours: number, ref: number, refName: string, target: number): void {
@@ -92,6 +95,24 @@ async function main(): Promise<void> {
     defaults: { vcpus: 1, memoryMiB: 128, diskGiB: 1 },
   };
   const config = parseConfig(configInput);
+  // An upload's span is its opening call; the bytes and the daemon's finish come after it.
+  // Each upload is timed whole here too (open to finish), so the listing shows where they end.
+  const uploads: { start: number; end: number }[] = [];
+  const upload = Reflect.get(LibvirtConnection.prototype, 'upload') as (
+    this: LibvirtConnection,
+    ...args: unknown[]
+  ) => Promise<void>;
+  LibvirtConnection.prototype.upload = async function (
+    this: LibvirtConnection,
+    ...args: unknown[]
+  ) {
+    const start = performance.timeOrigin + performance.now();
+    try {
+      return await upload.apply(this, args);
+    } finally {
+      uploads.push({ start, end: performance.timeOrigin + performance.now() });
+    }
+  } as LibvirtConnection['upload'];
   // Every RPC is a span (kvm2.<procedure>): the create's calls are listed from them.
   const tracing = memoryTracing('bench-provider');
   const provider = new Provider(config, { tracer: tracing.tracer });
@@ -149,6 +170,21 @@ async function main(): Promise<void> {
     const direct = await LibvirtConnection.connect(parseLibvirtUri(sshd.uri('/system')), {
       host: 'h1',
     });
+    // One create of each kind first, untimed: our process's first create runs code never run
+    // before (the seed's and the XML's builders compiled, the first define checked against
+    // libvirt's schema, docs/domain-xml.md), and each side's first one warms the host alike.
+    for (const [name, fn] of [
+      [
+        'kvm2-bench-warm-ours',
+        (n: string) => provider.create({ host: 'h1', name: n, uid: newUid(), image: 'tiny' }),
+      ],
+      ['kvm2-bench-warm-virsh', (n: string) => virshCreate(n, true)],
+    ] as const) {
+      made.push(name);
+      await fn(name);
+      await provider.delete(`h1/${name}`);
+      await sleep(SETTLE_MS);
+    }
     for (let i = 0; i < ROUNDS; i++) {
       const v = `kvm2-bench-v${i}`;
       const o = `kvm2-bench-o${i}`;
@@ -157,10 +193,15 @@ async function main(): Promise<void> {
       const b = `kvm2-bench-b${i}`;
       made.push(v, o, w, c, b);
       // Each guest is deleted before the next measurement: a running TCG guest busy in its
-      // firmware would slow whatever is measured after it.
+      // firmware would slow whatever is measured after it. The host is then left to settle
+      // (the qemu process's exit, libvirt's cleanup after it) before the next step.
+      const remove = async (name: string): Promise<void> => {
+        await provider.delete(`h1/${name}`);
+        await sleep(SETTLE_MS);
+      };
       const measure = async (into: number[], name: string, fn: () => Promise<unknown>) => {
         into.push(await timeIt(fn));
-        await provider.delete(`h1/${name}`);
+        await remove(name);
       };
       const fresh = new Provider(config);
       const steps = [
@@ -169,14 +210,15 @@ async function main(): Promise<void> {
         async () => {
           await provider.get('h1/none').catch(() => undefined); // the shared connection is up
           tracing.exporter.reset();
+          uploads.length = 0;
           oursWarm.push(
             await timeIt(() =>
               provider.create({ host: 'h1', name: w, uid: newUid(), image: 'tiny' }),
             ),
           );
-          rpcs = rpcList(tracing.exporter.getFinishedSpans());
+          rpcs = rpcList(tracing.exporter.getFinishedSpans(), uploads);
           oursStart.push(rpcs.startMs);
-          await provider.delete(`h1/${w}`);
+          await remove(w);
         },
         async () => {
           // The floor: the first start of a domain just defined with fresh volumes (made by
@@ -184,7 +226,7 @@ async function main(): Promise<void> {
           await virshCreate(b, true, false);
           const { dom } = await direct.call(DomainLookupByName, { name: b });
           bareStart.push(await timeIt(() => direct.call(DomainCreateWithFlags, { dom, flags: 0 })));
-          await provider.delete(`h1/${b}`);
+          await remove(b);
         },
         () =>
           measure(oursCold, c, () =>
@@ -392,8 +434,14 @@ interface RpcList {
   readonly afterStart: number;
 }
 
-/** The RPC spans of one create, in order: name, start offset from the first, duration. */
-function rpcList(spans: readonly ReadableSpan[]): RpcList {
+/**
+ * The RPC spans of one create, and its uploads whole, in order: name, start offset from the
+ * first, duration.
+ */
+function rpcList(
+  spans: readonly ReadableSpan[],
+  uploads: readonly { start: number; end: number }[],
+): RpcList {
   const calls = spans
     .filter((sp) => /^kvm2\.[A-Z]/.test(sp.name))
     .map((sp) => ({
@@ -401,6 +449,7 @@ function rpcList(spans: readonly ReadableSpan[]): RpcList {
       start: hrMs(sp.startTime),
       end: hrMs(sp.endTime),
     }))
+    .concat(uploads.map((u) => ({ name: '(upload, open to finish)', ...u })))
     .sort((a, b) => a.start - b.start);
   const t0 = calls[0]?.start ?? 0;
   const start = calls.find((c) => c.name === 'DomainCreateWithFlags');
