@@ -8,6 +8,7 @@
 //   delay                  → moveToDelayed + DelayedError: no attempt spent, no slot held
 import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { DelayedError, UnrecoverableError, type Processor } from 'bullmq';
+import type { Logger } from 'pino';
 import { hostOfQueue } from '../queues/names.js';
 import { currentTraceContext } from '../queues/client.js';
 import { Kvm2Error } from '../src/errors/error.js';
@@ -83,7 +84,8 @@ export function makeProcessor(env: WorkerServices, queue: string): Processor<unk
       'kvm2.attempt': job.attemptsMade + 1,
       ...(instance === undefined ? {} : { 'kvm2.instance': instance }),
     };
-    const logger = env.logger.child({ queue, job: job.id, op, instance });
+    let bound: Logger | undefined;
+    const logger = (): Logger => (bound ??= env.logger.child({ queue, job: job.id, op, instance }));
     const controller = env.runs.start();
     env.metrics.active(queue, 1);
     const ended = (): void => {
@@ -105,7 +107,9 @@ export function makeProcessor(env: WorkerServices, queue: string): Processor<unk
             controller,
             signal: controller.signal,
             span,
-            logger,
+            get logger() {
+              return logger();
+            },
           };
           return runJob(context, token, run).finally(() => span.end());
         },
@@ -118,13 +122,13 @@ export function makeProcessor(env: WorkerServices, queue: string): Processor<unk
       ended();
       // Not awaited: a begin made for this run that it never took gives its lock back.
       void releaseUnclaimedBegin(env.redis, job.id)?.catch((err: unknown) => {
-        logger.warn({ err: errorMessage(err) }, 'an unused instance lock was not released');
+        logger().warn({ err: errorMessage(err) }, 'an unused instance lock was not released');
       });
       // One line per run (delayed re-queues included), with its wall-clock span: what the
       // concurrency tests read back from every process's log. Built only when it is written.
       if (!env.logger.isLevelEnabled('debug')) return;
       const endedAt = run.endedAt ?? Date.now();
-      logger.debug({ startedAt, endedAt }, 'job run');
+      logger().debug({ startedAt, endedAt }, 'job run');
     });
   };
 }

@@ -7,6 +7,7 @@ import { parseConfig } from '../../src/provider/config/load.js';
 import { redisScope, REDIS_URL } from '../../test/harness/redis.js';
 import type { Sshd } from '../../test/harness/sshd.js';
 import type { JobReturn } from '../../workers/runner.js';
+import { createLogger } from '../../workers/logger.js';
 import { startWorker } from '../../workers/runtime.js';
 import { byComm, sessionsOf } from './proc-cpu.js';
 import { measure, observerConnection, QUEUE, testDriverHost, type Round } from './round.js';
@@ -19,7 +20,13 @@ export async function kvm2Round(jobs: number, sshd: Sshd): Promise<Round> {
     // One health check at start, then hourly: none runs inside the timed burst.
     health: { every: '1h' },
   });
-  const logger = pino({ level: 'warn' }, pino.destination(2));
+  // The worker's own logger (redacting, as workers/process.ts makes it), at warn: a run's
+  // context costs what it costs in production.
+  const logger = createLogger({
+    name: 'kvm2-worker',
+    level: 'warn',
+    destination: pino.destination(2),
+  });
   const runtime = await startWorker(config, { logger });
   const client = new Kvm2Client({ redisUrl: REDIS_URL, prefix: scope.prefix });
   const observerConn = observerConnection();
