@@ -222,8 +222,52 @@ function treeAnonKiB(pid: number): number {
   }
 }
 
+/** CPU seconds an upload cost each process on its path. */
+interface UploadCpu {
+  /** The client process (ours: node; the reference: virsh), user + system. */
+  client: number;
+  /**
+   * libvirtd: its event loop, which reads the stream off the socket, and the thread that writes
+   * the volume (libvirt 9.0 streams a regular file through a thread of its own, not an
+   * iohelper process: the daemon's children's CPU stayed 0 across these uploads).
+   */
+  daemon: number;
+}
+
+/** libvirtd's CPU seconds so far, all its threads. */
+function daemonCpu(): number {
+  const pid = execFileSync('pgrep', ['-x', 'libvirtd']).toString().trim().split('\n')[0];
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // After "(comm) ": state ppid … utime (11) stime (12), in ticks of 10 ms.
+  const f = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number);
+  return ((f[11] ?? NaN) + (f[12] ?? NaN)) / 100;
+}
+
+/** Runs `upload`, a process /usr/bin/time writes "%M %U %S" of into `timeFile`. */
+async function withCpu<T>(
+  timeFile: string,
+  upload: () => Promise<T>,
+): Promise<T & { cpu: UploadCpu; peakRssKiB: number }> {
+  const before = daemonCpu();
+  const result = await upload();
+  const after = daemonCpu();
+  const [peak, user, system] = fs.readFileSync(timeFile, 'utf8').trim().split(/\s+/).map(Number);
+  return {
+    ...result,
+    peakRssKiB: peak ?? NaN,
+    cpu: {
+      client: (user ?? NaN) + (system ?? NaN),
+      daemon: after - before,
+    },
+  };
+}
+
 interface OursUpload {
   mibPerSec: number;
+  cpu: UploadCpu;
   /** Wall time of the process that was not the upload: node's start, loading, dial, exit. */
   outsideMs: number;
   peakAnonMiB: number;
@@ -242,25 +286,29 @@ async function oursUpload(
   file: string,
   reader: 'sync' | 'promises' = 'sync',
 ) {
-  const { seconds, stdout, peakAnonMiB } = await timed(
-    '/usr/bin/time',
-    [
-      '-f',
-      '%M',
-      '-o',
-      path.join(dir, 'ours.rss'),
-      process.execPath,
-      path.join(here, 'upload-child.mjs'),
-      'qemu:///system',
-      pool,
-      vol,
-      file,
-    ],
-    { READER: reader },
+  const timeFile = path.join(dir, 'ours.time');
+  const { seconds, stdout, peakAnonMiB, cpu } = await withCpu(timeFile, () =>
+    timed(
+      '/usr/bin/time',
+      [
+        '-f',
+        '%M %U %S',
+        '-o',
+        timeFile,
+        process.execPath,
+        path.join(here, 'upload-child.mjs'),
+        'qemu:///system',
+        pool,
+        vol,
+        file,
+      ],
+      { READER: reader },
+    ),
   );
   const child = JSON.parse(stdout) as OursUpload['child'] & { seconds: number };
   return {
     mibPerSec: UPLOAD_MIB / seconds,
+    cpu,
     outsideMs: (seconds - child.seconds) * 1000,
     peakAnonMiB,
     child,
@@ -268,21 +316,23 @@ async function oursUpload(
 }
 
 async function virshUpload(dir: string, pool: string, vol: string, file: string) {
-  const { seconds, peakAnonMiB } = await timed('/usr/bin/time', [
-    '-f',
-    '%M',
-    '-o',
-    path.join(dir, 'virsh.rss'),
-    'virsh',
-    '-q',
-    'vol-upload',
-    '--pool',
-    pool,
-    vol,
-    file,
-  ]);
-  const rssMiB = Number(fs.readFileSync(path.join(dir, 'virsh.rss'), 'utf8').trim()) / 1024;
-  return { mibPerSec: UPLOAD_MIB / seconds, peakAnonMiB, rssMiB };
+  const timeFile = path.join(dir, 'virsh.time');
+  const { seconds, peakAnonMiB, cpu, peakRssKiB } = await withCpu(timeFile, () =>
+    timed('/usr/bin/time', [
+      '-f',
+      '%M %U %S',
+      '-o',
+      timeFile,
+      'virsh',
+      '-q',
+      'vol-upload',
+      '--pool',
+      pool,
+      vol,
+      file,
+    ]),
+  );
+  return { mibPerSec: UPLOAD_MIB / seconds, peakAnonMiB, rssMiB: peakRssKiB / 1024, cpu };
 }
 
 const UPLOAD_VOLS = ['kvm2-bench-virsh.raw', 'kvm2-bench-ours.raw'] as const;
@@ -310,8 +360,8 @@ async function prepareUploadVolumes(dir: string, pool: string, file: string): Pr
 
 /**
  * The same two uploads into a transient pool on tmpfs: with the disk out of the way, what is
- * left is the two clients, the daemon and its iohelper. Context for the row above, which the
- * pool's disk bounds.
+ * left is the two clients and the daemon (its event loop and its file thread). Context for the
+ * row above, which the pool's disk bounds.
  */
 async function tmpfsUploads(dir: string, file: string): Promise<void> {
   const pool = `kvm2-bench-shm-${process.pid}`;
@@ -367,9 +417,11 @@ async function uploadSection(): Promise<void> {
     const loaded: number[] = [];
     const virshRss: number[] = [];
     const outside: number[] = [];
+    const oursCpu: UploadCpu[] = [];
+    const virshCpu: UploadCpu[] = [];
     const r = await sideBySide(
       async () => {
-        const { mibPerSec, outsideMs, peakAnonMiB, child } = await oursUpload(
+        const { mibPerSec, outsideMs, peakAnonMiB, child, cpu } = await oursUpload(
           dir,
           'default',
           UPLOAD_VOLS[1],
@@ -381,10 +433,11 @@ async function uploadSection(): Promise<void> {
         started.push(child.rssStartMiB);
         loaded.push(child.rssLoadedMiB);
         outside.push(outsideMs);
+        oursCpu.push(cpu);
         return mibPerSec;
       },
       async () => {
-        const { mibPerSec, peakAnonMiB, rssMiB } = await virshUpload(
+        const { mibPerSec, peakAnonMiB, rssMiB, cpu } = await virshUpload(
           dir,
           'default',
           UPLOAD_VOLS[0],
@@ -392,6 +445,7 @@ async function uploadSection(): Promise<void> {
         );
         virshAnon.push(peakAnonMiB);
         virshRss.push(rssMiB);
+        virshCpu.push(cpu);
         return mibPerSec;
       },
     );
@@ -412,8 +466,19 @@ async function uploadSection(): Promise<void> {
       `${median(outside).toFixed(0)} ms (${outside.map((x) => x.toFixed(0)).join('/')})`;
     summary.push(roundsLine);
     console.log(roundsLine);
+    // Where each side's time goes: the CPU seconds of each process on the path, against the
+    // upload's wall time (the disk's own time is the dd line below).
+    const cpuOf = (all: UploadCpu[], side: number): string => {
+      const m = (k: keyof UploadCpu): string => median(all.map((c) => c[k])).toFixed(2);
+      return `client ${m('client')} s, libvirtd ${m('daemon')} s in ${(UPLOAD_MIB / side).toFixed(2)} s`;
+    };
+    const cpuLine =
+      `upload CPU (medians, seconds): ours ${cpuOf(oursCpu, r.ours)}; ` +
+      `virsh ${cpuOf(virshCpu, r.ref)}`;
+    summary.push(cpuLine);
+    console.log(cpuLine);
     // The floor under both: the pool's disk taking the same bytes (dd, 256 KiB writes, fsync at
-    // the end, as libvirt's iohelper syncs before it reports the upload done).
+    // the end: the bytes on the disk, not only in the page cache).
     const disk: number[] = [];
     const ddTarget = path.join('/var/lib/libvirt/images', 'kvm2-bench-dd.raw');
     try {
