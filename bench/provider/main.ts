@@ -170,21 +170,26 @@ async function main(): Promise<void> {
     const direct = await LibvirtConnection.connect(parseLibvirtUri(sshd.uri('/system')), {
       host: 'h1',
     });
+    // Each guest is deleted before the next measurement: a running TCG guest busy in its
+    // firmware would slow whatever is measured after it. The host is then left to settle
+    // (the qemu process's exit, libvirt's cleanup after it) before the next step.
+    const remove = async (name: string): Promise<void> => {
+      await provider.delete(`h1/${name}`);
+      await sleep(SETTLE_MS);
+    };
     // One create of each kind first, untimed: our process's first create runs code never run
     // before (the seed's and the XML's builders compiled, the first define checked against
     // libvirt's schema, docs/domain-xml.md), and each side's first one warms the host alike.
-    for (const [name, fn] of [
-      [
-        'kvm2-bench-warm-ours',
-        (n: string) => provider.create({ host: 'h1', name: n, uid: newUid(), image: 'tiny' }),
-      ],
-      ['kvm2-bench-warm-virsh', (n: string) => virshCreate(n, true)],
-    ] as const) {
-      made.push(name);
-      await fn(name);
-      await provider.delete(`h1/${name}`);
-      await sleep(SETTLE_MS);
-    }
+    made.push('kvm2-bench-warm-ours', 'kvm2-bench-warm-virsh');
+    await provider.create({
+      host: 'h1',
+      name: 'kvm2-bench-warm-ours',
+      uid: newUid(),
+      image: 'tiny',
+    });
+    await remove('kvm2-bench-warm-ours');
+    await virshCreate('kvm2-bench-warm-virsh', true);
+    await remove('kvm2-bench-warm-virsh');
     for (let i = 0; i < ROUNDS; i++) {
       const v = `kvm2-bench-v${i}`;
       const o = `kvm2-bench-o${i}`;
@@ -192,13 +197,6 @@ async function main(): Promise<void> {
       const c = `kvm2-bench-c${i}`;
       const b = `kvm2-bench-b${i}`;
       made.push(v, o, w, c, b);
-      // Each guest is deleted before the next measurement: a running TCG guest busy in its
-      // firmware would slow whatever is measured after it. The host is then left to settle
-      // (the qemu process's exit, libvirt's cleanup after it) before the next step.
-      const remove = async (name: string): Promise<void> => {
-        await provider.delete(`h1/${name}`);
-        await sleep(SETTLE_MS);
-      };
       const measure = async (into: number[], name: string, fn: () => Promise<unknown>) => {
         into.push(await timeIt(fn));
         await remove(name);

@@ -504,10 +504,11 @@ async function uploadSection(): Promise<void> {
     // Where the memory is, stage by stage in the child (medians): node started with nothing of
     // ours, the client's modules loaded (with @opentelemetry/api and node:net), the connection
     // up and the volume found, and what the upload itself added on top.
+    const bare = bareNodePeaks(dir);
     const rssLine =
       `upload peak RSS ${peak.toFixed(0)} MiB (target <= 48 MiB: ${peak <= 48 ? 'met' : 'MISSED'}): ` +
       `node ${process.version} started ${median(started).toFixed(1)} MiB ` +
-      `(a bare \`node -e\` ${bareNodeRss().toFixed(1)}), + the client's modules ` +
+      `(a bare \`node -e 0\` ${bare.eval.toFixed(1)}), + the client's modules ` +
       `${(median(loaded) - median(started)).toFixed(1)}, + connection and look-ups ` +
       `${(median(before) - median(loaded)).toFixed(1)}, + the upload ` +
       `${(median(rss) - median(before)).toFixed(1)} MiB`;
@@ -515,7 +516,6 @@ async function uploadSection(): Promise<void> {
     console.log(rssLine);
     // The target against node itself, peaks measured as the upload's is (/usr/bin/time's %M):
     // what is left of 48 MiB once node has started, before any code of ours.
-    const bare = bareNodePeaks(dir);
     const floorLine =
       `node's own peak RSS, measured as the upload's (/usr/bin/time %M, median of 5): ` +
       `\`node -e 0\` ${bare.eval.toFixed(1)} MiB, an empty ES module ${bare.module.toFixed(1)} MiB: ` +
@@ -576,13 +576,4 @@ function bareNodePeaks(dir: string): { eval: number; module: number } {
     return median(peaks);
   };
   return { eval: peak(['-e', '0']), module: peak([empty]) };
-}
-
-/** The peak RSS of a node process that does nothing: the floor under any upload of ours. */
-function bareNodeRss(): number {
-  const out = execFileSync(process.execPath, [
-    '-e',
-    "console.log(/VmHWM:\\s+(\\d+)/.exec(require('fs').readFileSync('/proc/self/status','utf8'))[1])",
-  ]);
-  return Number(out.toString().trim()) / 1024;
 }
