@@ -11,7 +11,6 @@ import {
   DomainDefineXMLFlags,
   DomainLookupByName,
   StoragePoolGetInfo,
-  StoragePoolLookupByName,
   StorageVolGetPath,
   StorageVolGetXMLDesc,
   type NonnullDomain,
@@ -19,6 +18,7 @@ import {
   type NonnullStorageVol,
 } from '../../libvirt/protocol.gen.js';
 import { hostConfig, imageConfig, type ProviderContext } from '../core/host-context.js';
+import { forgetPool, isStalePool, knownPool, lookupPool } from '../core/pools.js';
 import { Kvm2Error } from '../../errors/error.js';
 import type { DownloadProgress } from '../image/fill.js';
 import type { BaseImage } from '../image/base-image.js';
@@ -69,6 +69,35 @@ const schemaChecked = new WeakSet<LibvirtConnection>();
 interface EarlyLookups {
   readonly overlay: Promise<NonnullStorageVol | undefined>;
   readonly seed: Promise<NonnullStorageVol | undefined>;
+}
+
+/** makeDomain's first calls, sent as soon as the pool's handle is known: look-ups and space. */
+interface EarlyCalls extends EarlyLookups {
+  readonly space: Promise<{ readonly available: bigint }>;
+}
+
+/** Marks `p` handled (its taker awaits it later, or nobody does); returns it. */
+function guard<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => undefined);
+  return p;
+}
+
+/**
+ * The overlay's and the old seed's look-ups (a retry may find either) and the pool's free space,
+ * sent together: the first round of `volumes` takes the look-ups, the check of a cached image
+ * the free space.
+ */
+function earlyCalls(
+  conn: LibvirtConnection,
+  pool: NonnullStoragePool,
+  name: string,
+  io: Io,
+): EarlyCalls {
+  return {
+    overlay: guard(lookupVolume(conn, pool, overlayVolumeName(name), io.signal)),
+    seed: guard(lookupVolume(conn, pool, seedVolumeName(name), io.signal)),
+    space: guard(conn.call(StoragePoolGetInfo, { pool }, io)),
+  };
 }
 
 /** A base image this process remembered is no longer in the pool. */
@@ -136,9 +165,15 @@ async function createLocked(
   const log = ctx.logger.child({ host, instance: req.name, uid: req.uid });
 
   // The pool is looked up beside the domain: a create that defines the domain needs it next; one
-  // that adopts has spent a read on nothing. (Its failure is the define path's to report.)
-  const poolLookup = conn.call(StoragePoolLookupByName, { name: hostConfig(ctx, host).pool }, io);
-  poolLookup.catch(() => undefined);
+  // that adopts has spent a read on nothing. (Its failure is the define path's to report.) A
+  // pool this connection knows needs no look-up, and makeDomain's first calls go out beside the
+  // domain's instead (core/pools.ts).
+  const poolName = hostConfig(ctx, host).pool;
+  const known = knownPool(conn, poolName);
+  const poolLookup = guard(
+    known === undefined ? lookupPool(conn, poolName, io) : Promise.resolve(known),
+  );
+  const early = known === undefined ? undefined : earlyCalls(conn, known, req.name, io);
   let dom = await lookupDomain(conn, req.name, io);
   // What this create defines, when it defines the domain: its metadata need not be read back.
   let defined: InstanceMetadata | undefined;
@@ -158,8 +193,19 @@ async function createLocked(
     }
     log.info('adopting the domain a previous attempt defined');
   } else {
-    const { pool } = await poolLookup;
-    ({ dom, metadata: defined } = await makeDomain(ctx, conn, host, pool, req, io));
+    const pool = await poolLookup;
+    try {
+      ({ dom, metadata: defined } = await makeDomain(ctx, conn, host, pool, req, io, early));
+    } catch (err) {
+      if (known === undefined || !isStalePool(err)) throw err;
+      // The pool was defined again since this connection looked it up (its UUID changed): every
+      // call on the old handle failed, so nothing of this instance was made with it. Once more,
+      // with the pool looked up.
+      log.info({ pool: poolName }, 'pool redefined since its last look-up; looking it up again');
+      forgetPool(conn, poolName);
+      const fresh = await lookupPool(conn, poolName, io);
+      ({ dom, metadata: defined } = await makeDomain(ctx, conn, host, fresh, req, io));
+    }
   }
   io.onProgress?.('boot');
   try {
@@ -212,23 +258,15 @@ async function makeDomain(
   pool: NonnullStoragePool,
   req: ValidCreateRequest,
   io: Io,
+  sent?: EarlyCalls,
 ): Promise<{ readonly dom: NonnullDomain; readonly metadata: InstanceMetadata }> {
   const hc = hostConfig(ctx, host);
   const log = ctx.logger.child({ host, instance: req.name });
-  // The overlay's and the old seed's look-ups go out now (a retry may find either), and the
-  // pool's free space with them: the first round of `volumes` takes the look-ups, the check of
-  // a cached image the free space, and the seed is built while the answers travel.
-  const guard = <T>(p: Promise<T>): Promise<T> => {
-    p.catch(() => undefined);
-    return p;
-  };
-  let early: EarlyLookups | undefined = {
-    overlay: guard(lookupVolume(conn, pool, overlayVolumeName(req.name), io.signal)),
-    seed: guard(lookupVolume(conn, pool, seedVolumeName(req.name), io.signal)),
-  };
-  let earlySpace: Promise<{ readonly available: bigint }> | undefined = guard(
-    conn.call(StoragePoolGetInfo, { pool }, io),
-  );
+  // The first calls go out now, unless the caller sent them already; the seed is built while
+  // their answers travel.
+  const first = sent ?? earlyCalls(conn, pool, req.name, io);
+  let early: EarlyLookups | undefined = first;
+  let earlySpace: EarlyCalls['space'] | undefined = first.space;
   const createdAt = new Date().toISOString();
   let seed: ReturnType<typeof buildSeed> | undefined;
   const seedImage = (): ReturnType<typeof buildSeed> =>
