@@ -9,7 +9,7 @@ import { WorkerMetrics } from '../../workers/run/metrics.js';
 import { makeProcessor, type JobReturn } from '../../workers/runner.js';
 import { JobRuns } from '../../workers/run/cancellation.js';
 
-it('a processor whose span cannot start throws, and leaves no active run behind', () => {
+it('a processor whose span cannot start rejects, and leaves no active run behind', async () => {
   const runs = new JobRuns();
   const metrics = new WorkerMetrics();
   const tracer = {
@@ -26,7 +26,7 @@ it('a processor whose span cannot start throws, and leaves no active run behind'
   >;
 
   const processor = makeProcessor(env, 'host.h1');
-  expect(() => processor(job, 'token')).toThrow('tracer broke');
+  await expect(processor(job, 'token')).rejects.toThrow('tracer broke');
   expect(runs.active).toBe(0);
   expect(metrics.activeTotal()).toBe(0);
 });

@@ -76,7 +76,7 @@ export async function processCreate(run: JobRun<'create'>, queueHost: string): P
   const id = formatInstanceId(host, data.name);
   const base = { instanceId: id, generation: data.generation };
   const deadline = addressDeadline(job.progress);
-  return underInstanceLock(run, base, data.uid, async (provider, locked) => {
+  return await underInstanceLock(run, base, data.uid, async (provider, locked) => {
     if (deadline !== undefined) return checkAddress(run, provider, id, deadline, locked);
 
     const request = createRequestOf(data);
@@ -205,7 +205,7 @@ export async function processDelete(run: JobRun<'delete'>, queueHost: string): P
   checkQueueHost(queueHost, parseInstanceId(data.id).host, 'delete');
   const id = data.id;
   const base = { instanceId: id, generation: data.generation };
-  return underInstanceLock(run, base, undefined, async (provider, locked) => {
+  return await underInstanceLock(run, base, undefined, async (provider, locked) => {
     await provider.delete(id, { signal: locked });
     return succeeded({ ...base, state: 'deleted' });
   });
