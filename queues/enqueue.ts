@@ -9,7 +9,6 @@ import { CREATE_RESERVATION_TTL_S, GENERATION_TTL_S } from './generations.js';
 import {
   createKey,
   GC_QUEUE,
-  generationKey,
   hostQueueName,
   jobAddKeys,
   lastRequestKey,
@@ -66,7 +65,6 @@ function generationJob(
     keys: [
       ...jobAddKeys(prefix, queue, jobId),
       resultsKey(prefix),
-      generationKey(prefix, instanceId),
       latestGenerationKey(prefix, instanceId),
       lastRequestKey(prefix, instanceId),
       requestCounterKey(prefix),

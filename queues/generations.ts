@@ -3,10 +3,9 @@
 // `superseded` without touching the host. A repeat of the same create (same uid) yields the
 // first job and its generation: it must never supersede the original.
 //
-// Three numbers per instance, each with a TTL refreshed when it is written:
-//   <prefix>:gen:<id>         INCR: allocates generations
+// Two numbers per instance, each with a TTL refreshed when it is written:
 //   <prefix>:gen-latest:<id>  the highest generation known to have a job: what "superseded"
-//                             compares against
+//                             compares against, and what the next is allocated above
 //   <prefix>:gen-req:<id>     <prefix>:requests (one INCR counter of every allocation, no TTL)
 //                             at the instance's last allocation: what GC compares against
 // and one per create:
@@ -14,20 +13,20 @@
 //                             resultsFrom } for 7 days
 //
 // A create or delete is enqueued in one Lua script (queues/enqueue.ts): a create whose uid is
-// reserved gets the reserved job back and nothing is written; otherwise INCR the counter
-// (never at or below gen-latest), record the request's place (gen-req), reserve the uid (a
-// create), add the BullMQ job with the generation in its data and set gen-latest to it. One
-// atomic step: no crash can leave a generation without its job or a job without its
-// generation, and a job is superseded as soon as a newer one is in its queue. The worker
-// commits again when a job starts (begin-job.lua or the completion that fetched it,
-// complete-job.lua; a no-op for a job this client added).
+// reserved gets the reserved job back and nothing is written; otherwise take gen-latest + 1,
+// record the request's place (gen-req), reserve the uid (a create), add the BullMQ job with the
+// generation in its data and set gen-latest to it. One atomic step: no crash can leave a
+// generation without its job or a job without its generation, and a job is superseded as soon
+// as a newer one is in its queue. The worker commits again when a job starts (begin-job.lua or
+// the completion that fetched it, complete-job.lua; a no-op for a job this client added, which
+// refreshes gen-latest's TTL).
 // BullMQ deduplication and reused job ids are never used to order commands.
 import { createHash } from 'node:crypto';
 import { createKey, latestGenerationKey, requestCounterKey } from './names.js';
 import type { RedisConnection } from './redis.js';
 
 export const CREATE_RESERVATION_TTL_S = 7 * 24 * 3600;
-/** Longer than any job lives (attempts × backoff, retention): a counter never restarts under one. */
+/** Longer than any job lives (attempts × backoff, retention): no generation restarts under one. */
 export const GENERATION_TTL_S = 30 * 24 * 3600;
 
 /** A stable digest of a create request, to tell a repeat from a uid reused for another one. */

@@ -44,12 +44,10 @@ export function jobAddKeys(prefix: string, queue: string, jobId: string): string
 // Our own keys beside BullMQ's (`<prefix>:<queue>:…`). No queue is named `gen`, `create`,
 // `results` or `health`-with-a-colon, so they cannot collide.
 
-/** Generation counter of an instance (INCR when a create or delete is enqueued). */
-export function generationKey(prefix: string, instanceId: string): string {
-  return `${prefix}:gen:${instanceId}`;
-}
-
-/** The newest generation that has a job in a queue: what "superseded" compares against. */
+/**
+ * The newest generation that has a job in a queue: what "superseded" compares against, and what
+ * the next one is allocated above.
+ */
 export function latestGenerationKey(prefix: string, instanceId: string): string {
   return `${prefix}:gen-latest:${instanceId}`;
 }

@@ -11,4 +11,8 @@
 if ARGV[1] ~= '' then
   releaseLock(KEYS[2], ARGV[1])
 end
-return appendResultOnce(KEYS[1], KEYS[3], ARGV[2], ARGV[3], 4)
+local id, appended = appendResultOnce(KEYS[1], KEYS[3], ARGV[2], ARGV[3], 4)
+if appended then
+  recordFinal(KEYS[3], ARGV[3], id)
+end
+return id

@@ -5,11 +5,12 @@
 -- its KEYS and ARGV come first, so it reads them where it always does.
 --
 -- kvm2's end runs before BullMQ's part, as it did when it was a round trip of its own: a
--- completion BullMQ refuses (the job's lock lost) still leaves the attempt's result, which the
--- run after the stall ends with. The job BullMQ fetched next begins here as begin-job.lua would
--- begin it (generation committed and compared, instance lock taken with ARGV[10]), when its hash
--- names its begin (`kvm2Begin`, written by kvm2's enqueue scripts); the worker checks that begin
--- against the job's data before it trusts it (workers/run/admission.ts).
+-- completion BullMQ refuses (the job's lock lost) still leaves the attempt's result, named in
+-- the job's hash (`kvm2Final`), which the run after the stall ends with. The job BullMQ fetched
+-- next begins here as begin-job.lua would begin it (generation committed and compared, instance
+-- lock taken with ARGV[10]), when its hash names its begin (`kvm2Begin`, written by kvm2's
+-- enqueue scripts); the worker checks that begin against the job's data before it trusts it
+-- (workers/run/admission.ts).
 -- KEYS[1..14]: moveToFinished's; KEYS[15] the results stream, KEYS[16] the lock key (the job's
 -- hash when the run holds no lock).
 -- ARGV[1..9]: moveToFinished's; ARGV[10] the next job's lock token ('' for no begin), ARGV[11]
@@ -25,13 +26,21 @@
 if ARGV[13] ~= '' then
   releaseLock(KEYS[16], ARGV[13])
 end
-appendResultOnce(KEYS[15], KEYS[12], ARGV[14], ARGV[15], 16)
+local id, appended = appendResultOnce(KEYS[15], KEYS[12], ARGV[14], ARGV[15], 16)
 
 --- @bullmq moveToFinished
 
 local result = bullmqMoveToFinished()
-if ARGV[10] ~= '' and type(result) == 'table' and type(result[1]) == 'table' then
-  local begin = redis.call('HGET', ARGV[7] .. result[2], 'kvm2Begin')
+if type(result) == 'number' and result ~= 0 then
+  -- Refused (the job's lock lost, or not active): the run after the stall ends with this result.
+  -- A completed job needs no record: this script's writes reach a replica together or not at all.
+  if appended then recordFinal(KEYS[12], ARGV[15], id) end
+elseif ARGV[10] ~= '' and type(result) == 'table' and type(result[1]) == 'table' then
+  -- The job fetched next: its hash's fields, as BullMQ's fetch returns them.
+  local fields, begin = result[1], nil
+  for i = 1, #fields - 1, 2 do
+    if fields[i] == 'kvm2Begin' then begin = fields[i + 1] break end
+  end
   if begin then
     local b = cjson.decode(begin)
     local reservation = nil

@@ -1,7 +1,7 @@
 -- A delete enqueued in one step: its generation allocated and committed and its job added,
 -- atomically (queues/generations.ts).
 -- KEYS: the queue's id, meta, active, wait, marker, events; the job's hash; results stream,
--- generation counter, latest generation, last request, request counter.
+-- latest generation, last request, request counter.
 -- ARGV: job id, the job's data as JSON up to its generation's value, opts JSON, timestamp,
 -- generation TTL s, a request count ('' for none: GC's unrequestedSince), and the job's begin
 -- as JSON up to its generation's value (kept in the job's hash as `kvm2Begin`: what a
@@ -10,17 +10,16 @@
 -- the instance's last request came after that count (nothing is enqueued).
 --- @include "includes/add-bullmq-job"
 --- @include "includes/next-generation"
---- @include "includes/commit-generation"
 
 local q = queueKeys()
 local taken = jobIdTaken(q, ARGV[1])
 if taken then return taken end
 local from = lastResultId(KEYS[8])
-if ARGV[6] ~= '' and tonumber(redis.call('GET', KEYS[11]) or '0') > tonumber(ARGV[6]) then
+if ARGV[6] ~= '' and tonumber(redis.call('GET', KEYS[10]) or '0') > tonumber(ARGV[6]) then
   return { '0', from, 'requested' }
 end
-local gen = nextGeneration(KEYS[9], KEYS[10], KEYS[11], KEYS[12], ARGV[5])
-addBullmqJob(q, ARGV[1], 'delete', ARGV[2] .. gen .. '}', ARGV[3], ARGV[4])
-redis.call('HSET', q.job, 'kvm2Begin', ARGV[7] .. gen .. '}')
-commitGeneration(KEYS[10], gen, ARGV[5], nil)
+local gen = nextGeneration(KEYS[9], KEYS[10], KEYS[11], ARGV[5])
+addBullmqJob(q, ARGV[1], 'delete', ARGV[2] .. gen .. '}', ARGV[3], ARGV[4],
+  ARGV[7] .. gen .. '}')
+redis.call('SET', KEYS[9], gen, 'EX', ARGV[5])
 return { tostring(gen), from }

@@ -5,17 +5,24 @@
 -- key layout so that a kvm2 enqueue is one script, its generation and its job in one atomic
 -- step; test/integration/bullmq-add.test.ts compares what it writes with what Queue.add writes
 -- and fails when a BullMQ upgrade changes the layout (package.json pins the version).
+-- kvm2's one field beside BullMQ's: `begin` (nil for none), the job's begin (`kvm2Begin`, what
+-- a completion that fetches the job begins it with, complete-job.lua).
 -- Keys in `q`: id, meta, active, wait, marker, events, job. The job id must be new: each
 -- script refuses one that exists (jobIdTaken) before it writes anything.
-local function addBullmqJob(q, jobId, name, data, opts, timestamp)
+local function addBullmqJob(q, jobId, name, data, opts, timestamp, begin)
   redis.call('INCR', q.id)
   local maxEvents = redis.call('HGET', q.meta, 'opts.maxLenEvents')
   if not maxEvents then
     maxEvents = 10000
     redis.call('HSET', q.meta, 'opts.maxLenEvents', maxEvents)
   end
-  redis.call('HSET', q.job, 'name', name, 'data', data, 'opts', opts, 'timestamp', timestamp,
-    'delay', 0, 'priority', 0)
+  if begin then
+    redis.call('HSET', q.job, 'name', name, 'data', data, 'opts', opts, 'timestamp', timestamp,
+      'delay', 0, 'priority', 0, 'kvm2Begin', begin)
+  else
+    redis.call('HSET', q.job, 'name', name, 'data', data, 'opts', opts, 'timestamp', timestamp,
+      'delay', 0, 'priority', 0)
+  end
   redis.call('XADD', q.events, '*', 'event', 'added', 'jobId', jobId, 'name', name)
   local meta = redis.call('HMGET', q.meta, 'paused', 'concurrency')
   local held = meta[1] ~= false
