@@ -85,6 +85,28 @@ export function isJobName(name: string): name is JobName {
 }
 
 /**
+ * A delete's data in its usual form, `{ id, generation }` and nothing else, accepted by the
+ * same checks as its schema without zod, which costs ~5 µs a validation on the job path (the
+ * producer's and the worker's; bench/queue's profile). Anything else, valid or not, goes
+ * through the schema: undefined here never refuses, it only passes the data on.
+ */
+function plainDelete(data: unknown): JobData<'delete'> | undefined {
+  if (typeof data !== 'object' || data === null) return undefined;
+  if (Object.getPrototypeOf(data) !== Object.prototype || Object.keys(data).length !== 2) {
+    return undefined;
+  }
+  const { id, generation } = data as { readonly id?: unknown; readonly generation?: unknown };
+  if (typeof id !== 'string' || typeof generation !== 'number') return undefined;
+  if (!Number.isSafeInteger(generation) || generation <= 0) return undefined;
+  try {
+    parseInstanceId(id);
+  } catch {
+    return undefined;
+  }
+  return { id, generation };
+}
+
+/**
  * The job's data, validated; else a permanent Kvm2Error naming every bad field. Worker and
  * producer both call it: a payload forced into Redis by hand fails the same way.
  */
@@ -97,6 +119,10 @@ export function validateJob(name: string, data: unknown): JobData<JobName> {
       'ERR_INVALID_JOB',
       `job: unknown job name ${shown} (expected one of ${JOB_NAMES.join(', ')})`,
     );
+  }
+  if (name === 'delete') {
+    const plain = plainDelete(data);
+    if (plain !== undefined) return plain;
   }
   const result = jobSchemas[name].safeParse(data);
   if (result.success) return result.data;

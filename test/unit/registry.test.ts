@@ -4,6 +4,7 @@ import { parseCreateRequest } from '../../src/provider/core/request.js';
 import {
   createRequestOf,
   JOB_NAMES,
+  jobSchemas,
   REDACTED,
   redactJobData,
   validateJob,
@@ -121,6 +122,53 @@ describe('job registry', () => {
     expect(redactJobData('delete', good.delete)).toBe(good.delete);
     expect(redactJobData('create', null)).toBeNull();
     expect(redactJobData('create', 'text')).toBe('text');
+  });
+});
+
+describe("a delete's data, accepted without zod in its usual form", () => {
+  const inputs: unknown[] = [
+    { id: 'h1/web-1', generation: 4 },
+    { generation: 4, id: 'h1/web-1' },
+    { id: 'h1/web-1', generation: Number.MAX_SAFE_INTEGER },
+    { id: 'h1/web-1', generation: 2 ** 53 },
+    { id: 'h1/web-1', generation: 1.5 },
+    { id: 'h1/web-1', generation: 0 },
+    { id: 'h1/web-1', generation: -1 },
+    { id: 'h1/web-1', generation: Number.NaN },
+    { id: 'h1/web-1', generation: '4' },
+    { id: 'h1/Web_1', generation: 4 },
+    { id: 'h1/web-1/x', generation: 4 },
+    { id: 4, generation: 4 },
+    { id: 'h1/web-1', generation: 4, extra: 1 },
+    { id: 'h1/web-1', generation: 4, traceContext: { traceparent: TRACEPARENT } },
+    { id: 'h1/web-1', generation: 4, traceContext: undefined },
+    { id: 'h1/web-1', other: 4 },
+    Object.assign(Object.create(null) as object, { id: 'h1/web-1', generation: 4 }),
+    [],
+    'h1/web-1',
+  ];
+
+  it('accepts and refuses exactly as its schema does, with the same data and messages', () => {
+    const outcome = (run: () => unknown): unknown => {
+      try {
+        return { data: run() };
+      } catch (err) {
+        return { error: (err as Error).message };
+      }
+    };
+    let accepted = 0;
+    for (const input of inputs) {
+      const ours = outcome(() => validateJob('delete', input));
+      const schema = jobSchemas.delete.safeParse(input);
+      if (schema.success) {
+        accepted++;
+        expect(ours, JSON.stringify(input)).toEqual({ data: schema.data });
+        expect(JSON.stringify((ours as { data: unknown }).data)).toBe(JSON.stringify(schema.data));
+      } else {
+        expect((ours as { error?: string }).error, JSON.stringify(input)).toMatch(/^job\.delete/);
+      }
+    }
+    expect(accepted).toBe(6);
   });
 });
 
