@@ -23,7 +23,7 @@ import {
 import { endWithCompletion } from './run/completion.js';
 import { releaseUnclaimedBegin } from './run/admission.js';
 import { classifyError } from '../src/errors/classify.js';
-import { jobRun, type RunContext } from './run/job-run.js';
+import { jobRun, RunStart, type RunContext } from './run/job-run.js';
 import type { WorkerServices } from './run/services.js';
 import { KeyBusyError } from './locks/job-locks.js';
 import type { Lease } from './locks/redis-locks.js';
@@ -97,18 +97,15 @@ export function makeProcessor(env: WorkerServices, queue: string): Processor<unk
           { kind: SpanKind.CONSUMER, attributes },
           producerContext(job.data),
           async (span) => {
-            const context: RunContext = {
-              services: env,
+            const context = new RunStart(
+              env,
               job,
               queue,
-              attempt: job.attemptsMade + 1,
+              job.attemptsMade + 1,
               controller,
-              signal: controller.signal,
               span,
-              get logger() {
-                return logger();
-              },
-            };
+              logger,
+            );
             try {
               return await runJob(context, token, run);
             } finally {

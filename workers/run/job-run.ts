@@ -34,6 +34,31 @@ export interface JobRun<N extends JobName = JobName> {
 export type RunContext = Omit<JobRun, 'name' | 'data'>;
 
 /**
+ * What the runner knows of a run before it dispatches. A class, not an object literal with a
+ * `get logger()`: V8 makes such a literal at runtime, accessor by accessor (~1 µs a run against
+ * ~0.08 for this, measured alone).
+ */
+export class RunStart implements RunContext {
+  readonly signal: AbortSignal;
+
+  constructor(
+    readonly services: WorkerServices,
+    readonly job: Job,
+    readonly queue: string,
+    readonly attempt: number,
+    readonly controller: AbortController,
+    readonly span: Span,
+    private readonly loggerOf: () => Logger,
+  ) {
+    this.signal = controller.signal;
+  }
+
+  get logger(): Logger {
+    return this.loggerOf();
+  }
+}
+
+/**
  * The run of a job whose data has been validated as `name`'s. A class with the context's fields
  * copied, not an object made by `Object.create(context, descriptors)`: that one was made in
  * dictionary mode, and each run paid ~19 µs for it, and more for every read of it (bench/queue's
