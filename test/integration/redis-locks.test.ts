@@ -76,6 +76,18 @@ describe('RedisLocks', () => {
     expect(await keysOfRun()).toEqual([]);
   });
 
+  it("makes tokens no other holder makes: each instance's own prefix, then a counter", () => {
+    const again = new RedisLocks({ client: clientA, prefix, ttlMs: 1_000, ...POLL });
+    const tokens = [locksA, locksB, again].flatMap((locks) =>
+      Array.from({ length: 1_000 }, () => locks.newToken()),
+    );
+    expect(new Set(tokens).size).toBe(tokens.length);
+    // 128 random bits before the counter: two processes never share a prefix.
+    const prefixes = new Set(tokens.map((t) => t.split('.')[0]));
+    expect(prefixes.size).toBe(3);
+    for (const p of prefixes) expect(p).toMatch(/^[0-9a-f]{32}$/);
+  });
+
   it('runs holders of different keys concurrently', async () => {
     const spans: Span[] = [];
     const run = (locks: RedisLocks, key: string): Promise<void> =>
@@ -202,6 +214,40 @@ describe('RedisLocks', () => {
     expect(lostError(lease.signal.reason).reason).toBe('unrenewed');
     expect(await lease.release()).toBe(false);
     expect(await taken.release()).toBe(true);
+  });
+
+  it('learns its loss at the TTL when its holder dies before the first renewal', async () => {
+    const doomed = new Redis(REDIS_URL);
+    const deadLocks = new RedisLocks({ client: doomed, prefix, ttlMs: 900 });
+    const sentAt = performance.now();
+    const lease = await deadLocks.tryAcquire('i-early');
+    if (lease === null) throw new Error('expected the lock');
+    doomed.disconnect(); // before the renewal due at 300 ms
+    const lostAt = await new Promise<number>((resolve) => {
+      lease.signal.addEventListener('abort', () => resolve(performance.now()), { once: true });
+    });
+    expect(lostError(lease.signal.reason).reason).toBe('unrenewed');
+    // Not before the TTL counted from the SET's sending (a timer rounds to whole ms); and not
+    // long after it.
+    expect(lostAt - sentAt).toBeGreaterThanOrEqual(900 - 2);
+    expect(lostAt - sentAt).toBeLessThan(900 + 1_500);
+  });
+
+  it('an adopted lease whose TTL is nearly spent is lost when it runs out, renewal or not', async () => {
+    const stalled = new Redis(REDIS_URL);
+    await stalled.set(`${prefix}:lock:i-late`, 'late-token', 'PX', 3_000);
+    const lateLocks = new RedisLocks({ client: stalled, prefix, ttlMs: 3_000 });
+    // The script that took it was sent 2.8 s ago: 200 ms left, less than ttl/3 (1 s) away.
+    const sentAt = performance.now() - 2_800;
+    stalled.disconnect(); // no renewal can confirm it
+    const lease = lateLocks.adopt('i-late', 'late-token', sentAt);
+    const lostAt = await new Promise<number>((resolve) => {
+      lease.signal.addEventListener('abort', () => resolve(performance.now()), { once: true });
+    });
+    expect(lostError(lease.signal.reason).reason).toBe('unrenewed');
+    expect(lostAt - sentAt).toBeGreaterThanOrEqual(3_000 - 2);
+    // Well before the first renewal would have been due (1 s after adoption).
+    expect(lostAt - sentAt).toBeLessThan(2_800 + 700);
   });
 
   it('a waiter whose signal aborts rejects promptly with its reason and takes nothing', async () => {
