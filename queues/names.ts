@@ -21,10 +21,20 @@ export function hostQueueName(host: string): string {
 
 /** The host a `host.<name>` queue serves; undefined for any other queue. */
 export function hostOfQueue(queue: string): string | undefined {
-  if (!queue.startsWith(HOST_QUEUE_PREFIX)) return undefined;
-  const host = queue.slice(HOST_QUEUE_PREFIX.length);
-  return NAME_PATTERN.test(host) ? host : undefined;
+  // A worker asks this for every job of its few queues: answered once per queue name.
+  const known = queueHosts.get(queue);
+  if (known !== undefined || queueHosts.has(queue)) return known;
+  const host = queue.startsWith(HOST_QUEUE_PREFIX)
+    ? queue.slice(HOST_QUEUE_PREFIX.length)
+    : undefined;
+  const found = host !== undefined && NAME_PATTERN.test(host) ? host : undefined;
+  if (queueHosts.size < QUEUE_HOSTS_MAX) queueHosts.set(queue, found);
+  return found;
 }
+
+/** hostOfQueue's answers; bounded, since a caller could ask about any string. */
+const queueHosts = new Map<string, string | undefined>();
+const QUEUE_HOSTS_MAX = 1_000;
 
 /** Every kvm2 queue for these hosts: what workers listen on and the dashboard shows. */
 export function allQueueNames(hosts: readonly { readonly name: string }[]): string[] {

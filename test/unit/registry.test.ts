@@ -185,6 +185,16 @@ describe('queue names', () => {
     ]);
     expect(() => hostQueueName('a:b')).toThrow(TypeError);
   });
+
+  it('answers the same for a queue name asked again (answers are kept per name)', () => {
+    for (let round = 0; round < 2; round++) {
+      expect(hostOfQueue('host.h2')).toBe('h2');
+      expect(hostOfQueue('host.')).toBeUndefined();
+      expect(hostOfQueue('host.Bad_Name')).toBeUndefined();
+      expect(hostOfQueue('health')).toBeUndefined();
+      expect(hostOfQueue('hostess')).toBeUndefined();
+    }
+  });
 });
 
 describe('a create request, parsed once per process', () => {
