@@ -70,6 +70,14 @@ export function sessionsOf(sshd: Sshd): (table: readonly Proc[]) => Proc[] {
   };
 }
 
+/** The machine's CPU ticks (all cores) and how many of them idled, from /proc/stat. */
+export function machineTicks(): { idle: number; total: number } {
+  const line = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
+  const f = line.trim().split(/\s+/).slice(1, 9).map(Number); // user … steal
+  const idle = (f[3] ?? 0) + (f[4] ?? 0); // idle + iowait
+  return { idle, total: f.reduce((sum, t) => sum + t, 0) };
+}
+
 export function ownWrites(): number {
   const io = fs.readFileSync('/proc/self/io', 'utf8');
   return Number(/syscw: (\d+)/.exec(io)?.[1] ?? NaN);

@@ -26,7 +26,8 @@ export function show(label: string, r: Round): string {
     `wall ${r.wallMs.toFixed(0).padStart(5)} ms\n${''.padStart(23)}` +
     `per job: cpu µs ${cpu}; redis commands sent ${r.sentPerJob.toFixed(2)}` +
     `${r.idlePerJob > 0 ? ` (+${r.idlePerJob.toFixed(2)} idle polls)` : ''}; ` +
-    `writes ${r.writesPerJob.toFixed(1)}`
+    `writes ${r.writesPerJob.toFixed(1)}; machine idle ${(r.idleShare * 100).toFixed(0)}%, ` +
+    `event loop busy ${(r.elu * 100).toFixed(0)}%`
   );
 }
 
@@ -43,6 +44,8 @@ function medianRound(rounds: readonly Round[]): Round {
     sentPerJob: m((r) => r.sentPerJob),
     idlePerJob: m((r) => r.idlePerJob),
     writesPerJob: m((r) => r.writesPerJob),
+    idleShare: m((r) => r.idleShare),
+    elu: m((r) => r.elu),
   };
 }
 

@@ -1,6 +1,7 @@
 // One timed burst, as every side runs it: the jobs enqueued at once, the queue drained, and the
 // round's figures read back from the completed jobs; with what the sides share (the queue, the
 // retention, the test-driver host, a bare connection).
+import { performance } from 'node:perf_hooks';
 import { Queue, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { DEFAULT_JOB_OPTIONS } from '../../queues/job-options.js';
@@ -8,7 +9,7 @@ import { hostQueueName } from '../../queues/names.js';
 import { REDIS_URL } from '../../test/harness/redis.js';
 import type { Sshd } from '../../test/harness/sshd.js';
 import { CONCURRENCY } from './args.js';
-import { ownWrites, sampleTicks, TICK_US, type Groups } from './proc-cpu.js';
+import { machineTicks, ownWrites, sampleTicks, TICK_US, type Groups } from './proc-cpu.js';
 
 export const QUEUE = hostQueueName('h1');
 const POLL_MS = 20;
@@ -31,6 +32,13 @@ export interface Round {
   readonly idlePerJob: number;
   /** This process's write syscalls per job (Redis commands, SSH packets). */
   readonly writesPerJob: number;
+  /**
+   * The share of the machine's CPU left idle during the round (all cores): near 0 when the
+   * round is bound by CPU, so that CPU per job decides its throughput.
+   */
+  readonly idleShare: number;
+  /** This process's event-loop utilisation during the round (its main thread's busy share). */
+  readonly elu: number;
 }
 
 // Every command this process sends on the job path, whichever connection: what a job costs in
@@ -92,6 +100,8 @@ export async function measure(
 ): Promise<Round> {
   const starts = new Map<string, number>();
   const ticks0 = sampleTicks(others);
+  const machine0 = machineTicks();
+  const elu0 = performance.eventLoopUtilization();
   const sent0 = sent;
   const idle0 = idle;
   const writes0 = ownWrites();
@@ -108,6 +118,8 @@ export async function measure(
   const writes = ownWrites() - writes0;
   const sentCmds = sent - sent0;
   const ticks1 = sampleTicks(others);
+  const machine1 = machineTicks();
+  const elu = performance.eventLoopUtilization(elu0).utilization;
 
   const done = (await observer.getJobs(['completed'], 0, -1)).filter((j) => starts.has(j.id ?? ''));
   if (done.length !== jobs) throw new Error(`${done.length} of ${jobs} jobs found completed`);
@@ -133,6 +145,8 @@ export async function measure(
     sentPerJob: sentCmds / jobs,
     idlePerJob: (idle - idle0) / jobs,
     writesPerJob: writes / jobs,
+    elu,
+    idleShare: (machine1.idle - machine0.idle) / Math.max(1, machine1.total - machine0.total),
   };
 }
 
