@@ -1,6 +1,7 @@
 // Engine rules that need a daemon to misbehave on cue, so a fake one on an in-memory pair:
 // a queued call that is abandoned fails alone; an upload whose source throws closes the link
 // (the daemon's stream would otherwise stay open).
+import { getEventListeners } from 'node:events';
 import { Duplex } from 'node:stream';
 import { expect, it } from 'vitest';
 import { CallAbortedError } from '../../src/libvirt/errors.js';
@@ -55,6 +56,57 @@ it('a queued call whose signal fires fails alone; the link and the call on the w
     daemon.reply(daemon.calls[0]!, hostname('h1'));
     await expect(first).resolves.toEqual({ hostname: 'h1' });
     expect(daemon.calls).toHaveLength(1);
+  } finally {
+    client.destroy();
+  }
+});
+
+it('calls sharing a signal share one abort listener; a fired signal fails the queued ones alone', async () => {
+  const [ours, theirs] = duplexPair();
+  const daemon = fakeDaemon(theirs);
+  const client = new RpcClient(ours, { host: 'fake', maxInFlight: 1 });
+  try {
+    const first = client.call(ConnectGetHostname, undefined);
+    const ac = new AbortController();
+    const queued = [1, 2, 3].map(() =>
+      client.call(ConnectGetHostname, undefined, { signal: ac.signal }),
+    );
+    await new Promise((r) => setImmediate(r));
+    expect(daemon.calls).toHaveLength(1); // the others wait for the window
+    expect(getEventListeners(ac.signal, 'abort')).toHaveLength(1);
+    ac.abort();
+    for (const call of queued) await expect(call).rejects.toBeInstanceOf(CallAbortedError);
+    expect(client.isDown).toBe(false);
+    daemon.reply(daemon.calls[0]!, hostname('h1'));
+    await expect(first).resolves.toEqual({ hostname: 'h1' });
+    expect(daemon.calls).toHaveLength(1);
+  } finally {
+    client.destroy();
+  }
+});
+
+it('lets go of the signals of finished calls once it watches many, and of all when the link goes', async () => {
+  const [ours, theirs] = duplexPair();
+  const daemon = fakeDaemon(theirs);
+  const client = new RpcClient(ours, { host: 'fake' });
+  const listeners = (c: AbortController): number => getEventListeners(c.signal, 'abort').length;
+  try {
+    const early = Array.from({ length: 64 }, () => new AbortController());
+    for (const ac of early) {
+      const call = client.call(ConnectGetHostname, undefined, { signal: ac.signal });
+      await new Promise((r) => setImmediate(r));
+      daemon.reply(daemon.calls.at(-1)!, hostname('h1'));
+      await call;
+    }
+    // Finished, but few enough signals: their listeners may stay for the next call.
+    expect(early.map(listeners)).toEqual(early.map(() => 1));
+    const live = new AbortController();
+    const pending = client.call(ConnectGetHostname, undefined, { signal: live.signal });
+    expect(early.map(listeners)).toEqual(early.map(() => 0));
+    expect(listeners(live)).toBe(1);
+    client.destroy();
+    await expect(pending).rejects.toThrow();
+    expect(listeners(live)).toBe(0);
   } finally {
     client.destroy();
   }
