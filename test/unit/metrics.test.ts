@@ -41,6 +41,20 @@ describe('WorkerMetrics', () => {
     expect(text).toContain('kvm2_event_watch{host="h2"} 0');
   });
 
+  it('keeps series apart whose label values would read the same joined', () => {
+    const m = new WorkerMetrics();
+    m.delayed('a\u0000b', 'c');
+    m.delayed('a', 'b\u0000c');
+    m.delayed('a', 'b\u0000c');
+    m.outcome('q', 'create', 'succeeded', 1);
+    m.outcome('q', 'delete', 'succeeded', 1);
+    const text = m.render();
+    expect(text).toContain('kvm2_jobs_delayed_total{queue="a\u0000b",reason="c"} 1');
+    expect(text).toContain('kvm2_jobs_delayed_total{queue="a",reason="b\u0000c"} 2');
+    expect(text).toContain('kvm2_jobs_total{queue="q",op="create",outcome="succeeded"} 1');
+    expect(text).toContain('kvm2_jobs_total{queue="q",op="delete",outcome="succeeded"} 1');
+  });
+
   it('escapes label values', () => {
     const m = new WorkerMetrics();
     m.delayed('q"\\\n', 'busy');

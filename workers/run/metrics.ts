@@ -14,31 +14,42 @@ function labelText(labels: Labels): string {
 }
 
 /**
- * One family's series, by its label values: given in the order of the names it was made with,
- * as arguments, not as an object (the run counts several a job: bench/queue's profile showed
- * ~2 µs a call for a labels object walked with for…in into its key).
+ * One family's series, by its label values (one to three): given in the order of the names it
+ * was made with, as arguments, found through a map per label. The run counts several a job:
+ * bench/queue's profile showed ~2 µs a call for a labels object walked with for…in into its
+ * key, and ~0.5 for the values joined into one.
  */
+type Entry<V> = { labels: Labels; value: V };
+
 class Series<V> {
-  readonly #values = new Map<string, { labels: Labels; value: V }>();
+  readonly #byValues = new Map<string, Map<string, Map<string, Entry<V>>>>();
+  readonly #entries: Entry<V>[] = [];
 
   constructor(
     private readonly names: readonly string[],
     private readonly initial: () => V,
-  ) {}
+  ) {
+    if (names.length < 1 || names.length > 3) throw new RangeError('a series has 1 to 3 labels');
+  }
 
-  at(...values: string[]): { labels: Labels; value: V } {
-    const key = values.length === 1 ? (values[0] ?? '') : values.join('\u0000');
-    let entry = this.#values.get(key);
+  at(a: string, b = '', c = ''): { labels: Labels; value: V } {
+    let byB = this.#byValues.get(a);
+    if (byB === undefined) this.#byValues.set(a, (byB = new Map<string, Map<string, Entry<V>>>()));
+    let byC = byB.get(b);
+    if (byC === undefined) byB.set(b, (byC = new Map<string, Entry<V>>()));
+    let entry = byC.get(c);
     if (entry === undefined) {
+      const values = [a, b, c];
       const labels = Object.fromEntries(this.names.map((name, i) => [name, values[i] ?? '']));
       entry = { labels, value: this.initial() };
-      this.#values.set(key, entry);
+      byC.set(c, entry);
+      this.#entries.push(entry);
     }
     return entry;
   }
 
   entries(): { labels: Labels; value: V }[] {
-    return [...this.#values.values()];
+    return [...this.#entries];
   }
 }
 
