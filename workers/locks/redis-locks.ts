@@ -1,5 +1,5 @@
 // Keyed locks across processes (SPEC §8): at most one holder per key, a Redis key
-// `<prefix>:lock:<key>` holding the holder's random token for a TTL it renews while it runs.
+// `<prefix>:lock:<key>` holding the holder's token for a TTL it renews while it runs.
 // The worker calls tryAcquire and delays a job whose key is busy; the provider takes its locks
 // through withLock (KeyedLocks), which waits by polling with jittered backoff. See docs/locks.md.
 import { randomBytes } from 'node:crypto';

@@ -13,14 +13,14 @@ function labelText(labels: Labels): string {
   return parts.length === 0 ? '' : `{${parts.join(',')}}`;
 }
 
+type Entry<V> = { labels: Labels; value: V };
+
 /**
  * One family's series, by its label values (one to three): given in the order of the names it
  * was made with, as arguments, found through a map per label. The run counts several a job:
  * bench/queue's profile showed ~2 µs a call for a labels object walked with for…in into its
  * key, and ~0.5 for the values joined into one.
  */
-type Entry<V> = { labels: Labels; value: V };
-
 class Series<V> {
   readonly #byValues = new Map<string, Map<string, Map<string, Entry<V>>>>();
   readonly #entries: Entry<V>[] = [];
