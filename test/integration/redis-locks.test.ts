@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LockLostError, RedisLocks } from '../../workers/locks/redis-locks.js';
+import { LockLostError, RedisLocks, type Lease } from '../../workers/locks/redis-locks.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefix = `kvm2test:${randomBytes(6).toString('hex')}`;
@@ -51,6 +51,13 @@ interface Span {
 
 function overlaps(a: Span, b: Span): boolean {
   return a.enter < b.exit && b.enter < a.exit;
+}
+
+/** performance.now() when `lease` is lost. */
+function lossTime(lease: Lease): Promise<number> {
+  return new Promise((resolve) => {
+    lease.signal.addEventListener('abort', () => resolve(performance.now()), { once: true });
+  });
 }
 
 function lostError(err: unknown): LockLostError {
@@ -223,9 +230,7 @@ describe('RedisLocks', () => {
     const lease = await deadLocks.tryAcquire('i-early');
     if (lease === null) throw new Error('expected the lock');
     doomed.disconnect(); // before the renewal due at 300 ms
-    const lostAt = await new Promise<number>((resolve) => {
-      lease.signal.addEventListener('abort', () => resolve(performance.now()), { once: true });
-    });
+    const lostAt = await lossTime(lease);
     expect(lostError(lease.signal.reason).reason).toBe('unrenewed');
     // Not before the TTL counted from the SET's sending (a timer rounds to whole ms); and not
     // long after it.
@@ -241,9 +246,7 @@ describe('RedisLocks', () => {
     const sentAt = performance.now() - 2_800;
     stalled.disconnect(); // no renewal can confirm it
     const lease = lateLocks.adopt('i-late', 'late-token', sentAt);
-    const lostAt = await new Promise<number>((resolve) => {
-      lease.signal.addEventListener('abort', () => resolve(performance.now()), { once: true });
-    });
+    const lostAt = await lossTime(lease);
     expect(lostError(lease.signal.reason).reason).toBe('unrenewed');
     expect(lostAt - sentAt).toBeGreaterThanOrEqual(3_000 - 2);
     // Well before the first renewal would have been due (1 s after adoption).

@@ -40,28 +40,7 @@ const hostname = (s: string): Buffer => {
   return b;
 };
 
-it('a queued call whose signal fires fails alone; the link and the call on the wire go on', async () => {
-  const [ours, theirs] = duplexPair();
-  const daemon = fakeDaemon(theirs);
-  const client = new RpcClient(ours, { host: 'fake', maxInFlight: 1 });
-  try {
-    const first = client.call(ConnectGetHostname, undefined);
-    const ac = new AbortController();
-    const queued = client.call(ConnectGetHostname, undefined, { signal: ac.signal });
-    await new Promise((r) => setImmediate(r));
-    expect(daemon.calls).toHaveLength(1); // the second never left the process
-    ac.abort();
-    await expect(queued).rejects.toBeInstanceOf(CallAbortedError);
-    expect(client.isDown).toBe(false);
-    daemon.reply(daemon.calls[0]!, hostname('h1'));
-    await expect(first).resolves.toEqual({ hostname: 'h1' });
-    expect(daemon.calls).toHaveLength(1);
-  } finally {
-    client.destroy();
-  }
-});
-
-it('calls sharing a signal share one abort listener; a fired signal fails the queued ones alone', async () => {
+it('queued calls whose shared signal fires fail alone, through one listener; the link and the call on the wire go on', async () => {
   const [ours, theirs] = duplexPair();
   const daemon = fakeDaemon(theirs);
   const client = new RpcClient(ours, { host: 'fake', maxInFlight: 1 });
@@ -72,7 +51,7 @@ it('calls sharing a signal share one abort listener; a fired signal fails the qu
       client.call(ConnectGetHostname, undefined, { signal: ac.signal }),
     );
     await new Promise((r) => setImmediate(r));
-    expect(daemon.calls).toHaveLength(1); // the others wait for the window
+    expect(daemon.calls).toHaveLength(1); // the queued ones never left the process
     expect(getEventListeners(ac.signal, 'abort')).toHaveLength(1);
     ac.abort();
     for (const call of queued) await expect(call).rejects.toBeInstanceOf(CallAbortedError);
