@@ -3,8 +3,8 @@
 # on-CPU samples of the whole machine (not the V8 profiler's, whose self times include time
 # off the CPU). Each side runs alone (`--only`), once, under `perf record -a`; the table gives
 # ms on CPU per 1,000 jobs for each thread name and the difference kvm2 − BullMQ same.
-#   bench/queue/perf-sides.sh [--rounds N] [--warmup N]   (run `npm run bench:queue` once first:
-#   it compiles dist-bench)
+#   bench/queue/perf-sides.sh [--jobs N] [--rounds N] [--warmup N]   (after one `npm run bench:queue`,
+#   which compiles dist-bench)
 # Needs perf (Debian: linux-perf) and root or kernel.perf_event_paranoid ≤ 0 for -a. Each side's
 # perf.data stays in $PERF_DIR (default /tmp/kvm2-perf) for `perf report` by symbol, with
 # --perf-basic-prof's maps naming the JIT's functions.
@@ -12,20 +12,22 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 command -v perf >/dev/null || { echo "perf-sides: perf is not installed (Debian: linux-perf)" >&2; exit 2; }
 [[ -f dist-bench/bench/queue/main.js ]] || { echo "perf-sides: run npm run bench:queue once first (dist-bench)" >&2; exit 2; }
-rounds=3 warmup=6000
+jobs_per_round=2000 rounds=3 warmup=6000
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --jobs) jobs_per_round="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --warmup) warmup="$2"; shift 2 ;;
     *) echo "perf-sides: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-jobs=$(( rounds * 2000 + warmup ))
+jobs=$(( rounds * jobs_per_round + warmup ))
 dir="${PERF_DIR:-/tmp/kvm2-perf}"
 mkdir -p "$dir"
 for side in kvm2 same; do
   perf record -q -o "$dir/$side.data" -F 999 -a -g -- \
-    node --perf-basic-prof dist-bench/bench/queue/main.js --only "$side" --rounds "$rounds" \
+    node --perf-basic-prof dist-bench/bench/queue/main.js --only "$side" --jobs "$jobs_per_round" \
+    --rounds "$rounds" \
     --warmup "$warmup" > "$dir/$side.out" 2>&1
   # Samples at 999 Hz: one is ~1 ms on a core. Thread names as the kernel has them.
   perf report -i "$dir/$side.data" --stdio --no-children --sort comm -g none -n 2>/dev/null |
