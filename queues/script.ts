@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { RedisConnection } from './redis.js';
+import { OnePassCommand } from './resp.js';
 
 /** Where the .lua files are: beside this module (the build copies them into its output). */
 const LUA_DIR = new URL('./lua/', import.meta.url);
@@ -44,7 +45,12 @@ export class LuaScript {
   ): Promise<unknown> {
     const rest = keysThenArgs as string[];
     try {
-      return await redis.evalsha(this.sha, numKeys, rest);
+      // As redis.evalsha(…) makes it, replies as strings (kvm2's connections set no ioredis
+      // keyPrefix, which BullMQ refuses), and written in one pass (resp.ts).
+      const command = new OnePassCommand('evalsha', [this.sha, numKeys, rest], {
+        replyEncoding: 'utf8',
+      });
+      return await redis.sendCommand(command);
     } catch (err) {
       if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
       return redis.eval(this.lua, numKeys, rest);

@@ -26,6 +26,41 @@ it('runs by SHA1, and survives an emptied script cache', async () => {
   expect(await scope.redis.script('EXISTS', script.sha)).toEqual([1]);
 });
 
+it('hands Redis every key and argument as sent: ASCII, not ASCII, binary, empty', async () => {
+  // The request is encoded in one pass when it can be, by ioredis when not (queues/resp.ts):
+  // Redis reads back both kinds, byte for byte, with the keys counted where they end.
+  const script = new LuaScript(
+    `local out = {} for i, k in ipairs(KEYS) do out[#out + 1] = k end
+     out[#out + 1] = '|'
+     for i, a in ipairs(ARGV) do out[#out + 1] = a end
+     return out -- ${Math.random()}`,
+  );
+  const keys = [`${scope.prefix}:a`, `${scope.prefix}:b`];
+  const binary = Buffer.from([0xde, 0x00, 0x0d, 0x0a, 0xc0]);
+  const ascii = ['x', '', 'line\r\nbreak', 30000];
+  expect(await script.run(scope.redis, keys, ascii)).toEqual([
+    ...keys,
+    '|',
+    'x',
+    '',
+    'line\r\nbreak',
+    '30000',
+  ]);
+  const mixed = ['é à 雪 😀', '', 'tail'];
+  expect(await script.run(scope.redis, keys, mixed)).toEqual([...keys, '|', ...mixed]);
+  // A binary argument (BullMQ's packed options in a completion) arrives as its bytes.
+  const bytes = new LuaScript(
+    `local t = {} for i = 1, #ARGV[2] do t[#t + 1] = string.byte(ARGV[2], i) end
+     return ARGV[1] .. '|' .. table.concat(t, ',') .. '|' .. ARGV[3] -- ${Math.random()}`,
+  );
+  expect(await bytes.run(scope.redis, keys, ['before', binary, 'après'])).toBe(
+    'before|222,0,13,10,192|après',
+  );
+  expect(await bytes.run(scope.redis, keys, ['before', binary, 'after'])).toBe(
+    'before|222,0,13,10,192|after',
+  );
+});
+
 it("a script's own error is not mistaken for a missing script", async () => {
   const script = new LuaScript(`return redis.error_reply('ERR kvm2 test ${Math.random()}')`);
   await expect(script.run(scope.redis, [], [])).rejects.toThrow(/ERR kvm2 test/);
