@@ -1,5 +1,5 @@
-// bench/queue's command line: `--jobs N --rounds N --warmup N --concurrency N --only SIDE`
-// (main.ts's header says what each one sets).
+// bench/queue's command line: `--jobs N --rounds N --warmup N --concurrency N --only SIDE
+// --stub-provider` (main.ts's header says what each one sets).
 
 function arg(name: string, dflt: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -16,3 +16,8 @@ export const CONCURRENCY = arg('concurrency', 16);
 const onlyAt = process.argv.indexOf('--only');
 /** One side alone (for profiling): kvm2, same or empty. */
 export const ONLY = onlyAt >= 0 ? process.argv[onlyAt + 1] : undefined;
+/**
+ * Provider.delete returns at once on every side: the queue path alone (kvm2's scripts, its
+ * run's JS, BullMQ's), measured without libvirt's share. For analysis: no target is read.
+ */
+export const STUB_PROVIDER = process.argv.includes('--stub-provider');

@@ -2,7 +2,7 @@
 // run, against the same Redis (issue #5; docs/benchmarks.md says how the target is read).
 //
 //   npm run bench:queue [-- --jobs 2000 --rounds 5 --warmup 6000 --concurrency 16
-//                          --only kvm2|same|empty]
+//                          --only kvm2|same|empty --stub-provider]
 //
 // Compiled first (tsconfig.bench.json), as the worker runs in production.
 // kvm2: a worker (startWorker, in this process) serving one host on libvirt's TEST driver
@@ -18,6 +18,10 @@
 // test-driver lookups over its own connection through the same sshd, without kvm2's queue
 // logic (generations, locks, results, spans, metrics).
 // empty (context): the same plain Queue and Worker whose processor returns at once.
+// --stub-provider (analysis only): Provider.delete returns at once on the kvm2 and same sides,
+// so that what is left is the queue path alone (kvm2's scripts and its run's JS against
+// BullMQ's own); the summary then reads no target. Below 10,000 jobs a round: kvm2's
+// retention keeps that many completed jobs, and a round counts them to see it drained.
 //
 // Every side: an untimed warm-up round first (its code paths compiled), then per round a fresh
 // Redis prefix, its worker and producer in this process on connections of their own (kvm2's as
@@ -38,7 +42,8 @@ import os from 'node:os';
 import { Redis } from 'ioredis';
 import { REDIS_URL } from '../../test/harness/redis.js';
 import { startSshd } from '../../test/harness/sshd.js';
-import { CONCURRENCY, JOBS, ONLY, ROUNDS, WARMUP } from './args.js';
+import { CONCURRENCY, JOBS, ONLY, ROUNDS, STUB_PROVIDER, WARMUP } from './args.js';
+import { Provider } from '../../src/provider/provider.js';
 import { kvm2Round } from './kvm2.js';
 import { bareRound } from './reference.js';
 import { load, printSummary, show, SIDES, type SideKey } from './report.js';
@@ -57,6 +62,13 @@ async function redisVersion(): Promise<string> {
 async function main(): Promise<void> {
   const version = await redisVersion();
   const sshd = await startSshd();
+  if (STUB_PROVIDER) {
+    // Every side's deletes, kvm2's worker's and the same side's processor's, go through it.
+    Provider.prototype.delete = async (): Promise<void> => {};
+    console.log(
+      '--stub-provider: Provider.delete returns at once; the queue path alone, no target read',
+    );
+  }
   console.log(
     `bench/queue: ${JOBS} jobs, concurrency ${CONCURRENCY}, median of ${ROUNDS} rounds; ` +
       `${os.cpus().length} cores, load ${load()}; redis ${version}; ` +
@@ -85,7 +97,7 @@ async function main(): Promise<void> {
     await sshd.stop();
   }
   if (ONLY !== undefined) return;
-  printSummary(results);
+  printSummary(results, { stubbed: STUB_PROVIDER });
 }
 
 await main();
