@@ -1,9 +1,10 @@
-// kvm2's scripts as one RESP request each, encoded in one pass. ioredis encodes a command with
-// a Buffer argument (BullMQ's packed options, in every completion) piece by piece: each string
-// measured three times, the request's text built in pieces and then copied into a buffer. A
-// completion's ~50 arguments, Command made and written, take ~14 µs that way against ~7.5 here,
-// with 40% of the garbage (docs/benchmarks.md, #20, eleventh slices). The request is the same
-// bytes (test/unit/resp.test.ts compares them with ioredis's).
+// kvm2's scripts as one RESP request each, sized first and then written into one buffer.
+// ioredis encodes a command with a Buffer argument (BullMQ's packed options, in every
+// completion) piece by piece: each string measured three times, the request's text built in
+// pieces and then copied into a buffer. A completion's ~50 arguments, Command made and
+// written, take ~14 µs that way against ~7.5 here, with 40% of the garbage (docs/benchmarks.md,
+// #20, eleventh slices). The request is the same bytes (test/unit/resp.test.ts compares them
+// with ioredis's; test/integration/lua-script.test.ts has Redis read them back).
 import { Command } from 'ioredis';
 
 /** Digits of a length, as RESP writes it in a header. */

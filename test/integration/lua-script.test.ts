@@ -48,7 +48,8 @@ it('hands Redis every key and argument as sent: ASCII, not ASCII, binary, empty'
   ]);
   const mixed = ['é à 雪 😀', '', 'tail'];
   expect(await script.run(scope.redis, keys, mixed)).toEqual([...keys, '|', ...mixed]);
-  // A binary argument (BullMQ's packed options in a completion) arrives as its bytes.
+  // A binary argument (BullMQ's packed options in a completion) arrives as its bytes, beside
+  // a non-ASCII string (ioredis encodes the request) and beside ASCII only (resp.ts does).
   const bytes = new LuaScript(
     `local t = {} for i = 1, #ARGV[2] do t[#t + 1] = string.byte(ARGV[2], i) end
      return ARGV[1] .. '|' .. table.concat(t, ',') .. '|' .. ARGV[3] -- ${Math.random()}`,
