@@ -25,6 +25,22 @@ const CASES: Record<string, (string | number | Buffer)[]> = {
   'an empty Buffer alone': [Buffer.alloc(0)],
   'no arguments': [],
   'CR and LF inside a value': ['line one\r\nline two', '\n', '\r'],
+  // Lengths of one to five digits, and strings either side of the copy's 32-character switch.
+  'lengths of every width': [
+    'a'.repeat(9),
+    'b'.repeat(10),
+    'c'.repeat(31),
+    'd'.repeat(32),
+    'e'.repeat(33),
+    'f'.repeat(99),
+    'g'.repeat(100),
+    'h'.repeat(1000),
+    'i'.repeat(12345),
+    Buffer.alloc(10_000, 7),
+  ],
+  'an argument count of three digits': Array.from({ length: 120 }, (_, i) => `k${i}`),
+  // Strings built by concatenation, as keys are (V8 holds them as ropes until flattened).
+  'strings built in pieces': [`{p}:${'q'.repeat(20)}:${'x'.repeat(20)}`, `${'y'.repeat(5)}${7}`],
 };
 
 describe('encodeRequest', () => {
@@ -37,7 +53,18 @@ describe('encodeRequest', () => {
   }
 
   it('declines a string that is not all ASCII, wherever it is', () => {
-    for (const odd of ['é', 'ünïcode', '雪', '😀', 'ascii then \u0080']) {
+    const long = 'x'.repeat(40);
+    for (const odd of [
+      'é',
+      'ünïcode',
+      '雪',
+      '😀',
+      'ascii then \u0080',
+      `${'x'.repeat(31)}é`,
+      `${'x'.repeat(32)}é`,
+      `é${long}`,
+      `${long}\u00ff`,
+    ]) {
       expect(encodeRequest('evalsha', ['sha', odd])).toBeUndefined();
       expect(encodeRequest('evalsha', [odd, PACKED, 'tail'])).toBeUndefined();
       expect(encodeRequest('evalsha', ['head', PACKED, odd])).toBeUndefined();
