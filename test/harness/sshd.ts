@@ -24,7 +24,10 @@ const BIND_ATTEMPTS = 5;
 export interface StartSshdOptions {
   /** Host key types, one key each. Default `['ed25519']`. */
   readonly hostKeyTypes?: readonly KeyType[];
-  /** sshd_config lines after the harness's own (e.g. `MaxSessions 0`). */
+  /**
+   * sshd_config lines before the harness's own: sshd keeps the first value of a keyword, so
+   * these override it (e.g. `MaxSessions 0`, `LogLevel DEBUG1`).
+   */
   readonly extraConfig?: readonly string[];
 }
 
@@ -251,6 +254,7 @@ class SshdProcess implements Sshd {
 
   private async writeConfig(): Promise<void> {
     const config = [
+      ...this.extraConfig,
       `Port ${this.port}`,
       `ListenAddress ${HOST}`,
       ...this.hostKeys.map((k) => `HostKey ${k.privatePath}`),
@@ -270,7 +274,6 @@ class SshdProcess implements Sshd {
       // (kvm2's `exec true`, virsh's proxy) would leave one such shell behind. A session starts
       // one level down, so its shell reads no rc file (test/integration/ssh-harness-shell).
       'SetEnv SHLVL=1',
-      ...this.extraConfig,
       '',
     ].join('\n');
     await writeFile(this.configPath, config);

@@ -13,8 +13,15 @@ import { parseLibvirtUri } from '../../src/libvirt/transport/uri.js';
 import { startSshd, type Sshd } from '../harness/sshd.js';
 import { AUTH_LIST_REPLY, authList, eventually } from '../harness/transport-probes.js';
 
-/** A forward-only SSH connection, as kvm2 made them before: ssh2 with nothing else asked. */
-async function bareForward(sshd: Sshd): Promise<{ localPort: number; close(): void }> {
+/**
+ * A forward-only SSH connection, as kvm2 made them before: ssh2 with nothing else asked.
+ * `withTrue` asks for `exec true` beside the forward first and answers nothing else, as kvm2's
+ * dial did before it acknowledged sshd's writes (ackWhileForwarding).
+ */
+async function bareForward(
+  sshd: Sshd,
+  withTrue = false,
+): Promise<{ localPort: number; close(): void }> {
   const socketPath = parseLibvirtUri(sshd.uri('/system')).socketPath;
   const sock = net.connect({ host: sshd.host, port: sshd.port, noDelay: true });
   await new Promise<void>((resolve, reject) => sock.once('connect', resolve).once('error', reject));
@@ -29,6 +36,7 @@ async function bareForward(sshd: Sshd): Promise<{ localPort: number; close(): vo
       hostVerifier: () => true, // loopback, the harness's own daemon
     });
   });
+  if (withTrue) client.exec('true', (err, stream) => (err ? undefined : stream.resume()));
   const channel = await new Promise<ssh2.ClientChannel>((resolve, reject) =>
     client.openssh_forwardOutStreamLocal(socketPath, (err, stream) =>
       err ? reject(err) : resolve(stream),
@@ -115,6 +123,61 @@ describe('sshd turns Nagle off for a kvm2 link', () => {
       expect(held.every((s) => s.noDelay)).toBe(true);
     } finally {
       await sshd.authorize(sshd.clientKey);
+    }
+  });
+
+  /** Dials that took 35 ms or more over the fastest of them: a write held for a delayed ACK. */
+  const heldDials = async (dialOnce: () => Promise<() => void>): Promise<number[]> => {
+    const took: number[] = [];
+    for (let i = 0; i < 24; i++) {
+      const t0 = performance.now();
+      const close = await dialOnce();
+      took.push(performance.now() - t0);
+      close();
+    }
+    const fastest = Math.min(...took);
+    return took.filter((ms) => ms >= fastest + 35);
+  };
+
+  it('the dial acknowledges what sshd writes before Nagle is off: no confirmation waits 40 ms for it', async () => {
+    // OpenSSH writes DEBUG lines after a publickey login that ask for no answer; with Nagle
+    // still on, its next write (the channels' confirmations) waits for our ACK, which Linux
+    // delays ~40 ms when we send nothing. The same dial without the answers shows it.
+    const before = await heldDials(async () => {
+      const bare = await bareForward(sshd, true);
+      return () => bare.close();
+    });
+    expect(before.length).toBeGreaterThan(0);
+    const now = await heldDials(async () => {
+      const link = await dialSsh(parseLibvirtUri(sshd.uri('/system')), { timeoutMs: 5_000 });
+      return () => link.close();
+    });
+    expect(now.length).toBeLessThanOrEqual(3);
+  });
+
+  it('the answer is a no-more-sessions request without reply, sent after the `true` session was asked for', async () => {
+    const debug = await startSshd({ extraConfig: ['LogLevel DEBUG1'] });
+    try {
+      const link = await dial(debug);
+      expect(await authList(link.stream)).toMatchObject(AUTH_LIST_REPLY);
+      const log = async (): Promise<string> => readFile(debug.logPath, 'utf8');
+      expect(
+        await eventually(async () => /Starting session: command/.test(await log()), 3_000),
+      ).toBe(true);
+      const lines = (await log()).split('\n');
+      const at = (re: RegExp): number => lines.findIndex((l) => re.test(l));
+      const login = at(/Accepted publickey for root/);
+      const session = at(/server_input_channel_open: ctype session/);
+      const answer = at(/global_request: rtype no-more-sessions@openssh.com want_reply 0/);
+      expect(login).toBeGreaterThanOrEqual(0);
+      expect(session).toBeGreaterThan(login);
+      expect(answer).toBeGreaterThan(session);
+      // and the `true` session still ran: Nagle went off
+      const held = await debug.heldSockets();
+      expect(held.length).toBeGreaterThan(0);
+      expect(held.every((s) => s.noDelay)).toBe(true);
+    } finally {
+      await debug.stop();
     }
   });
 

@@ -1,7 +1,8 @@
 // The SSH transport: one SSH connection per link, one `direct-streamlocal@openssh.com` channel
 // to the daemon's socket on the host (what go-libvirt's ssh dialer and `ssh -L path:path` do;
 // LIBVIRT-RPC-FACTS §9). No nc or virt-ssh-helper runs remotely; one `true` does, beside the
-// forward, so that sshd turns Nagle's algorithm off (askForNoDelay, below).
+// forward, so that sshd turns Nagle's algorithm off (askForNoDelay, below), and until the forward
+// is open every chunk sshd sends is acknowledged at once (ackWhileForwarding).
 //
 // Stages, each with its own failure reason (SPEC §4):
 //   resolve    dns.lookup of the host
@@ -110,6 +111,7 @@ class SshDial {
       const sock = await this.connectTcp();
       const conn = await this.handshake(sock, knownHosts, clientKeys);
       askForNoDelay(conn);
+      this.detach.push(ackWhileForwarding(conn, sock));
       return linkOver(await this.forward(conn), conn, sock);
     } catch (err) {
       // ssh2 keeps reporting on a client we gave up (its ready timer, "Connection lost before
@@ -304,6 +306,39 @@ function askForNoDelay(conn: InstanceType<typeof Client>): void {
   } catch {
     // ssh2 throws when the connection is already gone: the forward reports that itself.
   }
+}
+
+/**
+ * Until sshd has run `true` (askForNoDelay) its socket still has Nagle on, so a reply it writes
+ * while an earlier write is unacknowledged waits for our ACK, which Linux delays up to 40 ms when
+ * we have nothing to send. After a publickey login OpenSSH writes SSH_MSG_DEBUG lines ("key
+ * options: …", once for the key check and once for the login) that need no answer, and the channel
+ * confirmations came ~43 ms late in 7 of 15 dials (docs/benchmarks.md, #20 thirteenth slices).
+ * So each chunk sshd sends while the forward is being opened is answered on the loop's next
+ * turn by a `no-more-sessions@openssh.com` request without reply, which carries the ACK at
+ * once: what OpenSSH's own client sends once its session is open, and the link opens no other
+ * session (the `true` one was asked for before). ssh2 sends it only to an OpenSSH server.
+ * Returns the undo, run when the dial ends.
+ */
+function ackWhileForwarding(conn: InstanceType<typeof Client>, sock: net.Socket): () => void {
+  let queued: NodeJS.Immediate | undefined;
+  const answer = (): void => {
+    queued = undefined;
+    try {
+      // Without a callback ssh2 asks for no reply (@types/ssh2 require one).
+      (conn.openssh_noMoreSessions as (this: typeof conn) => unknown).call(conn);
+    } catch {
+      // ssh2 throws when the connection is already gone: the forward reports that itself.
+    }
+  };
+  const onData = (): void => {
+    queued ??= setImmediate(answer);
+  };
+  sock.on('data', onData);
+  return () => {
+    sock.removeListener('data', onData);
+    if (queued !== undefined) clearImmediate(queued);
+  };
 }
 
 function classifySsh2Error(
