@@ -8,7 +8,9 @@
 //    process, so an SSH login, per command) and in ONE virsh process (the strongest form).
 //    Ours is measured warm (the worker's shared connection is already up) and cold (a new
 //    Provider: dial included).
-// 2. listByTag over N defined-only tagged domains, against `virsh list` plus `virsh metadata`
+// 2. connect over SSH (dial, libvirt's open, one call, close), against `virsh version` over the
+//    same sshd (what each virsh command of a script pays), in interleaved rounds.
+// 3. listByTag over N defined-only tagged domains, against `virsh list` plus `virsh metadata`
 //    per domain (a process each, as a script would), and against one virsh process running
 //    all of them (the strongest form of the reference). Ours is timed as kvm2 runs by
 //    default, without tracing; the same listing with every call's span recorded is printed
@@ -21,6 +23,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { LibvirtConnection } from '../../src/libvirt/connection.js';
 import {
+  ConnectGetLibVersion,
   DomainCreateWithFlags,
   DomainDefineXMLFlags,
   DomainLookupByName,
@@ -125,6 +128,9 @@ async function main(): Promise<void> {
     console.log(
       `bench/provider: ${os.cpus().length} cores, over ssh to 127.0.0.1:${sshd.port}, median of ${ROUNDS}`,
     );
+
+    // ---- connect ----------------------------------------------------------------------------
+    await connectSection(sshd, cUri);
 
     // ---- create ---------------------------------------------------------------------------
     const virshCreate = async (name: string, oneProcess: boolean, start = true): Promise<void> => {
@@ -318,6 +324,46 @@ async function main(): Promise<void> {
   }
   console.log('\n== summary');
   for (const line of summary) console.log(line);
+}
+
+/**
+ * A connection from nothing: ours dials, opens, makes one call and closes, in this process;
+ * virsh's is a process that does the same (`virsh version`), as each command of a script pays.
+ * virsh on the local UNIX socket is printed beside: its process's own start, without SSH. A
+ * dial of ours 35 ms over the fastest is counted as held: a write of sshd's waiting for a delayed
+ * ACK (src/libvirt/transport/ssh.ts, ackWhileForwarding).
+ */
+async function connectSection(sshd: Sshd, cUri: string): Promise<void> {
+  const uri = parseLibvirtUri(sshd.uri('/system'));
+  const ours: number[] = [];
+  const theirs: number[] = [];
+  const local: number[] = [];
+  const rounds = Math.max(12, ROUNDS);
+  for (let i = 0; i < rounds; i++) {
+    const steps = [
+      async () =>
+        ours.push(
+          await timeIt(async () => {
+            const conn = await LibvirtConnection.connect(uri, { host: 'h1' });
+            await conn.call(ConnectGetLibVersion, undefined);
+            await conn.close();
+          }),
+        ),
+      async () => theirs.push(await timeIt(() => run('virsh', ['-q', '-c', cUri, 'version']))),
+      async () =>
+        local.push(await timeIt(() => run('virsh', ['-q', '-c', 'qemu:///system', 'version']))),
+    ];
+    for (const step of i % 2 === 0 ? steps : [...steps].reverse()) await step();
+  }
+  report('connect, one call, close', median(ours), median(theirs), 'virsh version over ssh', 0.5);
+  const fastest = Math.min(...ours);
+  const detail =
+    `${'connect rounds'.padEnd(30)} ours ${ours.map((x) => x.toFixed(0)).join('/')} ms ` +
+    `(${ours.filter((x) => x >= fastest + 35).length} of ${ours.length} held 35 ms or more); ` +
+    `virsh over ssh ${theirs.map((x) => x.toFixed(0)).join('/')}; ` +
+    `virsh on the local socket (its own start) median ${median(local).toFixed(0)} ms`;
+  summary.push(detail);
+  console.log(detail);
 }
 
 async function listSection(
