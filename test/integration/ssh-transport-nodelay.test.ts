@@ -1,7 +1,9 @@
 // sshd switches Nagle's algorithm off only for a connection whose session ran a command; kvm2's
 // link asks for `exec true` beside its forward (src/libvirt/transport/ssh.ts, askForNoDelay).
 // Read from sshd's own socket (test/harness/tcp-nodelay.ts): a bare forward leaves Nagle on, a
-// kvm2 link turns it off, and a server that refuses sessions still carries the link.
+// kvm2 link turns it off, and a server that refuses sessions still carries the link. Until it is
+// off, the dial acknowledges what sshd writes (ackWhileForwarding), timed here against a dial
+// that does not.
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import net from 'node:net';
