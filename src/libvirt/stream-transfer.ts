@@ -4,7 +4,14 @@
 // A signal that fires mid-stream kills the link: libvirt cannot cancel a stream either.
 import type { Duplex } from 'node:stream';
 import { CallAbortedError, LinkInterruptedError, StreamStalledError } from './errors.js';
-import { MessageStatus, MessageType, encodePrefix, type PacketHeader } from './packet.js';
+import {
+  MessageStatus,
+  MessageType,
+  PREFIX_SIZE,
+  STREAM_CHUNK_MAX,
+  encodePrefix,
+  type PacketHeader,
+} from './packet.js';
 import type { Procedure } from './procedure.js';
 import {
   DownloadSink,
@@ -14,8 +21,14 @@ import {
   type StreamSink,
 } from './streams.js';
 
-/** Bytes an upload lets the socket hold before it waits for 'drain'. */
-const UPLOAD_BUFFER_BYTES = 1024 * 1024;
+/**
+ * Bytes an upload lets the link hold beyond what it has taken before it waits for 'drain': one
+ * packet, so at most the packet being written and the next are queued. With 1 MiB held (four
+ * packets waiting behind the kernel's socket buffer) a 1 GiB upload over the UNIX socket ran
+ * 3-7% slower, 15 interleaved rounds each, four times: each packet went out after it had left the
+ * cache (docs/benchmarks.md, #20 fourteenth slices).
+ */
+const UPLOAD_BUFFER_BYTES = PREFIX_SIZE + STREAM_CHUNK_MAX;
 /**
  * Bytes an upload sends, at most, between two turns of the event loop. A source that never
  * waits, into a link that takes every write at once, would otherwise hold the loop for the
@@ -192,9 +205,9 @@ export async function uploadStream<A>(
       sink.throwIfFailed();
       packets.push(chunk);
       sinceTurn += chunk.length;
-      // Socket back-pressure with a little slack: waiting for a full drain after every
-      // packet would leave the daemon idle between packets. 'drain' comes only after a
-      // write was refused (an SSH channel accepts up to 2 MiB before it refuses).
+      // Socket back-pressure with one packet of slack: the next packet is gathered while the
+      // link still writes the last, and no more is queued. 'drain' comes only after a write
+      // was refused (an SSH channel accepts up to 2 MiB before it refuses).
       if (link.writableNeedDrain && link.writableLength > UPLOAD_BUFFER_BYTES) {
         await stall.on(drained(link, sink));
         sinceTurn = 0;

@@ -202,7 +202,17 @@ class EagerLink extends Duplex {
   /** `turns()` at each data packet received. */
   readonly turnsAtPacket: number[] = [];
 
-  constructor(private readonly turns: () => number) {
+  /** The most bytes the link held at once, taken by no write yet (its writableLength). */
+  maxHeld = 0;
+
+  /**
+   * `deferWrites`: each write is taken on a later turn of the loop, as a socket whose buffer is
+   * full takes it once the daemon has read; a sender that does not wait queues behind it.
+   */
+  constructor(
+    private readonly turns: () => number,
+    private readonly deferWrites = false,
+  ) {
     super();
   }
 
@@ -218,13 +228,41 @@ class EagerLink extends Duplex {
     setImmediate(() => this.push(encodePrefix(h, 0)));
   }
 
+  override write(...args: Parameters<Duplex['write']>): boolean {
+    const ok = super.write(...(args as [Buffer]));
+    this.maxHeld = Math.max(this.maxHeld, this.writableLength);
+    return ok;
+  }
+
   override _read(): void {}
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: (e?: Error | null) => void): void {
     if (chunk.length > 28 && chunk.readInt32BE(16) === 3) this.packetMemory.add(chunk.buffer);
     this.#decoder.push(Buffer.from(chunk)); // copied now: the caller may reuse `chunk` after cb
-    cb();
+    if (this.deferWrites) setImmediate(cb);
+    else cb();
   }
 }
+
+it('an upload into a link that takes each packet on a later turn queues at most two packets behind it', async () => {
+  const link = new EagerLink(() => 0, true);
+  const client = new RpcClient(link, { host: 'fake' });
+  const chunk = Buffer.alloc(256 * 1024, 7);
+  function* source(): Generator<Buffer> {
+    for (let i = 0; i < 64; i++) yield chunk; // 16 MiB that never waits
+  }
+  const vol = { pool: 'default', name: 'v', key: 'k' };
+  try {
+    await client.upload(StorageVolUpload, { vol, offset: 0n, length: 0n, flags: 0 }, source());
+    expect(Buffer.concat(link.received).length).toBe(64 * 256 * 1024);
+    // One packet is 28 bytes of prefix and 262,120 of data; the upload waits for the link to
+    // take what it holds once more than one is queued (with 1 MiB of slack it held 1,048,668 bytes).
+    const packet = 28 + 262_120;
+    expect(link.maxHeld).toBeGreaterThan(packet);
+    expect(link.maxHeld).toBeLessThanOrEqual(2 * packet);
+  } finally {
+    client.destroy();
+  }
+});
 
 it('an upload over a link that takes each write at once reuses one packet buffer and gives the event loop turns, from a source that never waits', async () => {
   let turns = 0;
