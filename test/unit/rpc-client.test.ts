@@ -214,6 +214,13 @@ class EagerLink extends Duplex {
     private readonly deferWrites = false,
   ) {
     super();
+    // What the sender has queued, read after each of its writes.
+    const write = this.write.bind(this) as (...args: unknown[]) => boolean;
+    this.write = ((...args: unknown[]): boolean => {
+      const ok = write(...args);
+      this.maxHeld = Math.max(this.maxHeld, this.writableLength);
+      return ok;
+    }) as Duplex['write'];
   }
 
   readonly #decoder = new FrameDecoder((h, payload) => {
@@ -226,12 +233,6 @@ class EagerLink extends Duplex {
 
   #answer(h: PacketHeader): void {
     setImmediate(() => this.push(encodePrefix(h, 0)));
-  }
-
-  override write(...args: Parameters<Duplex['write']>): boolean {
-    const ok = super.write(...(args as [Buffer]));
-    this.maxHeld = Math.max(this.maxHeld, this.writableLength);
-    return ok;
   }
 
   override _read(): void {}
