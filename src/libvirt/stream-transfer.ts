@@ -25,8 +25,8 @@ import {
  * Bytes an upload lets the link hold beyond what it has taken before it waits for 'drain': one
  * packet, so at most the packet being written and the next are queued. With 1 MiB held (four
  * packets waiting behind the kernel's socket buffer) a 1 GiB upload over the UNIX socket ran
- * 3-7% slower, 15 interleaved rounds each, four times: each packet went out after it had left the
- * cache (docs/benchmarks.md, #20 fourteenth slices).
+ * 2.6-7.7% slower in four A/Bs of 15 interleaved rounds, each packet written long after it was
+ * filled; over SSH the same (docs/benchmarks.md, #20 fourteenth slices).
  */
 const UPLOAD_BUFFER_BYTES = PREFIX_SIZE + STREAM_CHUNK_MAX;
 /**
