@@ -3,7 +3,9 @@
 // enqueued, then the rest while the failover runs and the worker carries out the first half.
 // A create refused while Redis changes hands (the client fails fast) is enqueued again with
 // the same uid. Then: every request has its final result, each instance exists once on the
-// host, no job is left active or waiting, and the stream has a final result for every job.
+// host, no job is left active or waiting once the worker's stall check has run (a completion
+// the failover refused), and the stream has a final result for every job.
+import { isDeepStrictEqual } from 'node:util';
 import { Queue } from 'bullmq';
 import { expect } from 'vitest';
 import type { EnqueuedCreate, Kvm2Client } from '../../queues/client.js';
@@ -12,6 +14,9 @@ import type { RedisConnection } from '../../queues/redis.js';
 import { FINAL_OUTCOMES } from '../../queues/results.js';
 import type { QueueFleet } from './queue-fleet.js';
 import { allResults } from './results.js';
+
+/** How long the queue may take to settle after the results: several of the fleet's stall checks. */
+const SETTLE_MS = 20_000;
 
 export interface FailoverBurst {
   readonly fleet: QueueFleet;
@@ -73,8 +78,26 @@ export async function burstAcrossFailover(burst: FailoverBurst): Promise<void> {
   try {
     const queue = new Queue(hostQueueName('h1'), { connection: conn, prefix: fleet.scope.prefix });
     try {
-      const counts = await queue.getJobCounts('active', 'wait', 'delayed', 'prioritized');
-      expect(counts).toEqual({ active: 0, wait: 0, delayed: 0, prioritized: 0 });
+      // A completion the failover refused (the job's lock was on the old master only) leaves
+      // the attempt's final result in the stream and the job active, until the worker's stall
+      // check (stalledAfter, 3 s here) runs it again and that run ends with the result
+      // (workers/runner.ts, finalOfAttempt). So the queue is read until it settles, within a
+      // bound that check meets with room to spare.
+      const settled = { active: 0, wait: 0, delayed: 0, prioritized: 0 };
+      const since = Date.now();
+      let counts = await queue.getJobCounts('active', 'wait', 'delayed', 'prioritized');
+      const first = counts;
+      while (!isDeepStrictEqual(counts, settled) && Date.now() - since < SETTLE_MS) {
+        await new Promise((r) => setTimeout(r, 200));
+        counts = await queue.getJobCounts('active', 'wait', 'delayed', 'prioritized');
+      }
+      if (!isDeepStrictEqual(first, settled)) {
+        process.stdout.write(
+          `[failover-burst ${label}] after the results ${JSON.stringify(first)}; ` +
+            `settled in ${Date.now() - since} ms: ${JSON.stringify(counts)}\n`,
+        );
+      }
+      expect(counts).toEqual(settled);
     } finally {
       await queue.close();
     }
