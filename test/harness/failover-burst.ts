@@ -13,6 +13,7 @@ import { hostQueueName } from '../../queues/names.js';
 import type { RedisConnection } from '../../queues/redis.js';
 import { FINAL_OUTCOMES } from '../../queues/results.js';
 import type { QueueFleet } from './queue-fleet.js';
+import { waitUntil } from './fault-kit.js';
 import { allResults } from './results.js';
 
 /** How long the queue may take to settle after the results: several of the fleet's stall checks. */
@@ -78,23 +79,28 @@ export async function burstAcrossFailover(burst: FailoverBurst): Promise<void> {
   try {
     const queue = new Queue(hostQueueName('h1'), { connection: conn, prefix: fleet.scope.prefix });
     try {
-      // A completion the failover refused (the job's lock was on the old master only) leaves
-      // the attempt's final result in the stream and the job active, until the worker's stall
-      // check (stalledAfter, 3 s here) runs it again and that run ends with the result
-      // (workers/runner.ts, finalOfAttempt). So the queue is read until it settles, within a
-      // bound that check meets with room to spare.
+      // A result can be read before its job leaves the active list: a completion the failover
+      // refused (the job's lock was on the old master only) or lost (the result read from the
+      // old master before it went) leaves the job active until it runs again, at once or at the
+      // worker's stall check (stalledAfter, 3 s here), and that run ends the job (with the
+      // recorded result where there is one: workers/runner.ts, finalOfAttempt). So the queue is
+      // read until it settles.
       const settled = { active: 0, wait: 0, delayed: 0, prioritized: 0 };
+      const read = () => queue.getJobCounts('active', 'wait', 'delayed', 'prioritized');
       const since = Date.now();
-      let counts = await queue.getJobCounts('active', 'wait', 'delayed', 'prioritized');
-      const first = counts;
-      while (!isDeepStrictEqual(counts, settled) && Date.now() - since < SETTLE_MS) {
-        await new Promise((r) => setTimeout(r, 200));
-        counts = await queue.getJobCounts('active', 'wait', 'delayed', 'prioritized');
-      }
+      const first = await read();
+      let counts = first;
+      // A timeout is reported by the assertion below, with the counts' diff.
+      await waitUntil(
+        async () => isDeepStrictEqual((counts = await read()), settled),
+        SETTLE_MS,
+        'the queue to settle',
+        200,
+      ).catch(() => undefined);
       if (!isDeepStrictEqual(first, settled)) {
         process.stdout.write(
           `[failover-burst ${label}] after the results ${JSON.stringify(first)}; ` +
-            `settled in ${Date.now() - since} ms: ${JSON.stringify(counts)}\n`,
+            `${Date.now() - since} ms later ${JSON.stringify(counts)}\n`,
         );
       }
       expect(counts).toEqual(settled);
