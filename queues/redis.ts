@@ -145,10 +145,12 @@ const coalesced = new WeakSet<object>();
  * Commands written in one turn of the event loop leave in one write: the socket is corked at
  * the turn's first write and uncorked when the turn's I/O callbacks have run (setImmediate).
  * ioredis writes every command on its own (its auto-pipelining only joins the commands of one
- * synchronous run); under load a worker's turn holds several jobs' scripts and BullMQ's calls,
- * and a producer's burst of enqueues thousands, and a syscall on these machines costs more than
- * building the command (bench/queue: writes per job 8.1 → 3.8). A lone command waits for
- * nothing but the rest of its own turn.
+ * synchronous run), and a producer's burst of enqueues issues thousands in a few turns. A lone
+ * command waits for nothing but the rest of its own turn.
+ *
+ * Producers only: a worker's commands each end or begin a job, and holding them to the end of
+ * the turn kept Redis idle while the worker read, then the worker idle while Redis ran the
+ * whole batch (docs/benchmarks.md, #20 fifteenth slices).
  */
 export function coalesceWrites<C extends RedisConnection>(redis: C): C {
   if (redis instanceof Cluster) {
@@ -184,9 +186,12 @@ export function createProducerConnection(target: RedisTarget): RedisConnection {
   return coalesceWrites(newRedis(target, { ...producerRedisOptions }));
 }
 
-/** A worker connection, for BullMQ Workers and blocking reads. */
+/**
+ * A worker connection, for BullMQ Workers and blocking reads. Its commands leave as they are
+ * issued, not coalesced (see coalesceWrites).
+ */
 export function createWorkerConnection(target: RedisTarget): RedisConnection {
-  return coalesceWrites(newRedis(target, { ...workerRedisOptions }));
+  return newRedis(target, { ...workerRedisOptions });
 }
 
 /** Another connection to the same Redis, with these options changed (its own socket). */

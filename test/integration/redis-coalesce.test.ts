@@ -1,10 +1,15 @@
 // queues/redis.ts coalesceWrites against the real Redis: the commands a turn of the event loop
-// issues leave in one socket write, their replies come back in order, and a connection that
-// ioredis re-dials after losing its socket coalesces on the new one too.
+// issues on a producer connection leave in one socket write, their replies come back in order,
+// and a connection that ioredis re-dials after losing its socket coalesces on the new one too.
+// A worker connection's commands leave as they are issued.
 import type { Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { createWorkerConnection } from '../../queues/redis.js';
+import {
+  connectProducer,
+  createProducerConnection,
+  createWorkerConnection,
+} from '../../queues/redis.js';
 import { REDIS_URL, redisScope, type RedisScope } from '../harness/redis.js';
 
 let scope: RedisScope;
@@ -57,8 +62,8 @@ it('sends the commands of one turn in one write, where a plain connection makes 
   // Each write completes at once on an idle loopback socket; under pressure Node may batch some.
   expect(plainWrites.n).toBeGreaterThan(10);
 
-  const coalesced = open(createWorkerConnection(REDIS_URL) as Redis);
-  await coalesced.ping();
+  const coalesced = open(createProducerConnection(REDIS_URL) as Redis);
+  await connectProducer(coalesced, REDIS_URL);
   const writes = countWrites(coalesced);
   expect(await burst(coalesced, `${scope.prefix}:coalesced`)).toEqual(oneToFifty);
   expect(writes.n).toBe(1);
@@ -71,7 +76,8 @@ it('sends the commands of one turn in one write, where a plain connection makes 
 });
 
 it('coalesces on the socket ioredis re-dials after the connection is killed', async () => {
-  const redis = open(createWorkerConnection(REDIS_URL) as Redis);
+  const redis = open(createProducerConnection(REDIS_URL) as Redis);
+  await connectProducer(redis, REDIS_URL);
   await redis.client('SETNAME', 'kvm2-coalesce-test');
   const first = redis.stream;
   const id = await redis.client('ID');
@@ -83,4 +89,17 @@ it('coalesces on the socket ioredis re-dials after the connection is killed', as
   const writes = countWrites(redis);
   expect(await burst(redis, `${scope.prefix}:redialled`)).toEqual(oneToFifty);
   expect(writes.n).toBe(1);
+});
+
+it("writes a worker connection's command as it is issued, not at the end of the turn", async () => {
+  const worker = open(createWorkerConnection(REDIS_URL) as Redis);
+  await worker.ping();
+  const writes = countWrites(worker);
+  const reply = worker.incr(`${scope.prefix}:worker`);
+  // Before this turn ends: a job's completion (which fetches the next job) must not wait for
+  // the rest of the turn's work, with Redis idle meanwhile.
+  expect(writes.n).toBe(1);
+  const second = worker.incr(`${scope.prefix}:worker`);
+  expect(writes.n).toBe(2);
+  expect([await reply, await second]).toEqual([1, 2]);
 });
