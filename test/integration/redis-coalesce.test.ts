@@ -99,7 +99,5 @@ it("writes a worker connection's command as it is issued, not at the end of the 
   // Before this turn ends: a job's completion (which fetches the next job) must not wait for
   // the rest of the turn's work, with Redis idle meanwhile.
   expect(writes.n).toBe(1);
-  const second = worker.incr(`${scope.prefix}:worker`);
-  expect(writes.n).toBe(2);
-  expect([await reply, await second]).toEqual([1, 2]);
+  expect(await reply).toBe(1);
 });
