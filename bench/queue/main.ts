@@ -25,9 +25,10 @@
 //
 // Every side: an untimed warm-up round first (its code paths compiled), then per round a fresh
 // Redis prefix, its worker and producer in this process on connections of their own (kvm2's as
-// kvm2 makes them, writes coalesced per event-loop turn; BullMQ's plain ioredis ones), one job
-// run beforehand (connections up, scripts loaded), then `jobs` enqueued at once (every call
-// issued together, one call per job: Kvm2Client.delete or Queue.add) with kvm2's retention.
+// kvm2 makes them, the producer's writes coalesced per event-loop turn; BullMQ's plain ioredis
+// ones), one job run beforehand (connections up, scripts loaded), then `jobs` enqueued at once
+// (every call issued together, one call per job: Kvm2Client.delete or Queue.add) with kvm2's
+// retention.
 // Latency of a job: its finishedOn − the instant its enqueue call began (kvm2's includes the
 // producer's generation allocation), so in a burst it is mostly time spent queued. Throughput:
 // jobs over (last finishedOn − first enqueue call). The order of the sides rotates between
