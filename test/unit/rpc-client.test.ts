@@ -5,7 +5,13 @@ import { getEventListeners } from 'node:events';
 import { Duplex } from 'node:stream';
 import { expect, it } from 'vitest';
 import { CallAbortedError } from '../../src/libvirt/errors.js';
-import { FrameDecoder, encodePrefix, type PacketHeader } from '../../src/libvirt/packet.js';
+import {
+  FrameDecoder,
+  PREFIX_SIZE,
+  STREAM_CHUNK_MAX,
+  encodePrefix,
+  type PacketHeader,
+} from '../../src/libvirt/packet.js';
 import {
   ConnectGetHostname,
   StorageVolDownload,
@@ -255,9 +261,10 @@ it('an upload into a link that takes each packet on a later turn queues at most 
   try {
     await client.upload(StorageVolUpload, { vol, offset: 0n, length: 0n, flags: 0 }, source());
     expect(Buffer.concat(link.received).length).toBe(64 * 256 * 1024);
-    // One packet is 28 bytes of prefix and 262,120 of data; the upload waits for the link to
-    // take what it holds once more than one is queued (with 1 MiB of slack it held 1,048,668 bytes).
-    const packet = 28 + 262_120;
+    // One packet is the prefix and a full chunk of data (28 + 262,120 bytes); the upload waits
+    // for the link to take what it holds once more than one is queued (with 1 MiB of slack it
+    // held 1,048,668 bytes).
+    const packet = PREFIX_SIZE + STREAM_CHUNK_MAX;
     expect(link.maxHeld).toBeGreaterThan(packet);
     expect(link.maxHeld).toBeLessThanOrEqual(2 * packet);
   } finally {
