@@ -5,7 +5,8 @@
 //
 // Rates are ConnectGetLibVersion round trips per second: the cheapest call there is, so the
 // figure is per-call overhead (ours, the daemon's, the transport's). The daemon's ceiling is
-// the combined rate of several C clients on connections of their own, started together. Every
+// the combined rate of several C clients on connections of their own, started together; beside
+// it, libvirt's C client with as many threads on one connection, as ours uses one. Every
 // figure is the median of --rounds runs, ours and the reference interleaved, so a noisy
 // neighbour hits both alike.
 import { execFile, execFileSync, spawn } from 'node:child_process';
@@ -154,10 +155,16 @@ async function rpcSection(
         );
         continue;
       }
-      // The ceiling: the better of 4 and 8 C clients at once.
+      // The ceiling: the better of 4 and 8 C clients at once. Beside it, in the same rounds,
+      // libvirt's C client with n threads on one connection, as ours is (SPEC §4: one shared
+      // connection a host): what the daemon gives one connection, no target read.
+      const oneConnection: number[] = [];
       const r = await sideBySide(
         () => ours(conn, n),
-        async () => Math.max(await cCeiling(cUri, 4), await cCeiling(cUri, 8)),
+        async () => {
+          oneConnection.push(await cClient(cUri, CALLS, n));
+          return Math.max(await cCeiling(cUri, 4), await cCeiling(cUri, 8));
+        },
       );
       report(
         `${label} ${n} in flight`,
@@ -166,6 +173,12 @@ async function rpcSection(
         r.ours / r.ref,
         n === 8 ? 1.0 : 0.9,
       );
+      const c1 = median(oneConnection);
+      const line =
+        `${`${label} ${n} in flight`.padEnd(28)} context: libvirt's C client, ${n} threads on one ` +
+        `connection, ${perSec(c1)}; ours ÷ it ${(r.ours / c1).toFixed(2)}x (no target)`;
+      summary.push(line);
+      console.log(line);
     }
   } finally {
     await conn.close();
