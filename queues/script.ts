@@ -52,10 +52,25 @@ export class LuaScript {
       });
       return await redis.sendCommand(command);
     } catch (err) {
-      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-      return redis.eval(this.lua, numKeys, rest);
+      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) {
+        throw withoutArguments(err);
+      }
+      return redis.eval(this.lua, numKeys, rest).catch((e: unknown) => {
+        throw withoutArguments(e);
+      });
     }
   }
+}
+
+/**
+ * `err` without the arguments ioredis hangs on the error of a command Redis refused
+ * (`command.args`): a script's arguments carry request data, a create's user-data among them,
+ * which an application that logs the error would write out. The command's name stays.
+ */
+function withoutArguments(err: unknown): unknown {
+  const command = (err as { command?: { name?: unknown } } | null)?.command;
+  if (command !== undefined) (err as { command: unknown }).command = { name: command.name };
+  return err;
 }
 
 function read(name: string, from: string | undefined): string {

@@ -1,6 +1,7 @@
 // The queue layer's producer side against the real Redis (no workers yet): what a create, a
 // repeat, a delete and a malformed payload leave in the queues and the generations.
 import { randomUUID } from 'node:crypto';
+import { inspect } from 'node:util';
 import {
   context,
   propagation,
@@ -10,6 +11,7 @@ import {
 } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { Queue } from 'bullmq';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kvm2Client } from '../../queues/client.js';
 import { deleteData, enqueueDelete } from '../../queues/enqueue.js';
@@ -273,6 +275,45 @@ describe('create and delete', () => {
     expect((del as Kvm2Error).message).toMatch(/^job\.delete\.id: /);
     expect(await queuedCount(queue)).toBe(0);
     expect((await scope.keys()).sort()).toEqual(keysBefore);
+  });
+
+  it("an error Redis answers an enqueue with carries none of the request's data", async () => {
+    // ioredis hangs a failed command's arguments on its error (`command.args`): for a create,
+    // the whole request, user-data included, which an application logging the error would
+    // write out. A user refused EVALSHA and EVAL is one real answer of that kind (an OOM of a
+    // full Redis under noeviction, or a script's own error, are others).
+    const user = `kvm2t-noscript-${randomUUID().slice(0, 8)}`;
+    await scope.redis.call(
+      'ACL',
+      'SETUSER',
+      user,
+      'on',
+      '>pw',
+      '~*',
+      '&*',
+      '+@all',
+      '-evalsha',
+      '-eval',
+    );
+    const url = new URL(scope.url);
+    url.username = user;
+    url.password = 'pw';
+    const refused = new Kvm2Client({ redisUrl: url.toString(), prefix: scope.prefix });
+    const secret = `SECRET-${randomUUID()}`;
+    try {
+      const err = await refused
+        .create({ ...request('web-secret', 'h5'), userData: `#cloud-config\n# ${secret}\n` })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(Error);
+      expect((err as Error).message).toMatch(/NOPERM/);
+      expect(inspect(err, { depth: 20, showHidden: true })).not.toContain(secret);
+      expect(JSON.stringify(pino.stdSerializers.err(err as Error))).not.toContain(secret);
+      const del = await refused.delete('h5/web-secret').catch((e: unknown) => e);
+      expect(inspect(del, { depth: 20, showHidden: true })).not.toContain('web-secret');
+    } finally {
+      await refused.close();
+      await scope.redis.call('ACL', 'DELUSER', user);
+    }
   });
 
   it('carries the active span as W3C trace context in the job data', async () => {
