@@ -32,9 +32,19 @@ local id, appended = appendResultOnce(KEYS[15], KEYS[12], ARGV[14], ARGV[15], 16
 
 local result = bullmqMoveToFinished()
 if type(result) == 'number' and result ~= 0 then
-  -- Refused (the job's lock lost, or not active): the run after the stall ends with this result.
-  -- A completed job needs no record: this script's writes reach a replica together or not at all.
-  if appended then recordFinal(KEYS[12], ARGV[15], id) end
+  -- Refused (the job's lock lost, or not active). When the job is completed already, another
+  -- run of this script completed it: this one was sent again after its reply was lost (ioredis
+  -- resends what a reset connection left unanswered), or it is a stalled run that another run
+  -- of the attempt outran. That run's result stands, and this one's entry goes. Otherwise the
+  -- run after the stall ends with this result. A completed job needs no record: this script's
+  -- writes reach a replica together or not at all.
+  if appended then
+    if redis.call('ZSCORE', KEYS[11], ARGV[1]) then
+      redis.call('XDEL', KEYS[15], id)
+    else
+      recordFinal(KEYS[12], ARGV[15], id)
+    end
+  end
 elseif ARGV[10] ~= '' and type(result) == 'table' and type(result[1]) == 'table' then
   -- The job fetched next: its hash's fields, as BullMQ's fetch returns them.
   local fields, begin = result[1], nil

@@ -6,11 +6,13 @@
 // events, active list, lock); then what kvm2 adds (the result, the lock's release, one final
 // result per attempt) and what happens when BullMQ refuses the completion.
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteData, enqueueDelete } from '../../queues/enqueue.js';
 import { hostQueueName, latestGenerationKey, lockKey, resultsKey } from '../../queues/names.js';
+import { createWorkerConnection } from '../../queues/redis.js';
 import { resultEnding, type JobResult } from '../../queues/results.js';
 import { RedisLocks } from '../../workers/locks/redis-locks.js';
 import { beginInstanceJob, releaseUnclaimedBegin } from '../../workers/run/admission.js';
@@ -248,6 +250,45 @@ describe("kvm2's completion against BullMQ's own", () => {
     );
   });
 
+  it('appends no second final result when the completion is sent again after its reply was lost', async () => {
+    // The connection resets after Redis ran the completion and before its reply arrived:
+    // ioredis sends the unanswered command again once it reconnects (as a worker's connection
+    // is made, workerRedisOptions), and Redis runs it a second time. The job is completed by
+    // then, so BullMQ refuses (its lock is gone): that run's result is the same attempt's
+    // second, and goes.
+    const queueName = 'host.resent';
+    const cut = await replyCuttingProxy(new URL(REDIS_URL).port, 'returnvalue');
+    closers.push(() => cut.close());
+    const completion = createWorkerConnection(`redis://127.0.0.1:${cut.port}`);
+    completion.on('error', () => undefined); // the reset, which ioredis reconnects from
+    closers.push(() => Promise.resolve(completion.disconnect()));
+    const queue = new Queue(queueName, { connection: ours.redis, prefix: ours.prefix });
+    closers.push(() => queue.close());
+    const jobId = randomUUID();
+    await queue.add('delete', { id: 'h1/resent' }, { ...RETENTION, jobId });
+    const errors: string[] = [];
+    const worker = new Worker(
+      queueName,
+      (job: Job) => completing('lock:none')(job, ours),
+      { connection: connection(), prefix: ours.prefix, autorun: false },
+      completingBackend(completion, { lockTtlMs: 30_000, newToken: randomUUID }),
+    );
+    worker.on('error', (err) => errors.push(err.message));
+    void worker.run();
+    const completed = `${ours.prefix}:${queueName}:completed`;
+    const deadline = Date.now() + 10_000;
+    while ((await ours.redis.zscore(completed, jobId)) === null || errors.length === 0) {
+      if (Date.now() > deadline) throw new Error(`not completed and refused: ${errors.join('; ')}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await worker.close();
+    expect(cut.cuts).toBe(1);
+    expect(errors[0]).toMatch(/lock/i);
+    const mine = (await resultsIn(ours)).filter((f) => f[1] === jobId);
+    expect(mine).toHaveLength(1);
+    expect(await ours.redis.hget(`${ours.prefix}:${queueName}:${jobId}`, 'kvm2Final')).toBe(null);
+  });
+
   it("completes through BullMQ's own script a run that left no ending", async () => {
     const queue = 'host.plain';
     const before = (await resultsIn(ours)).length;
@@ -419,3 +460,52 @@ describe('the begin of the job a completion fetches', () => {
     expect(await ours.redis.exists(instanceLock(ours, 'unused/second'))).toBe(0);
   });
 });
+
+/**
+ * A loopback proxy to Redis that, once a client's request contains `marker`, drops the next
+ * reply that is not an error (Redis ran the command) and resets that client's connection: a
+ * reset in mid-reply, which the real Redis cannot be made to show on demand.
+ */
+async function replyCuttingProxy(
+  redisPort: string,
+  marker: string,
+): Promise<{ port: number; readonly cuts: number; close(): Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  let armed = false;
+  let cuts = 0;
+  const server = net.createServer((client) => {
+    const upstream = net.connect({ host: '127.0.0.1', port: Number(redisPort) });
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => undefined);
+    }
+    client.on('data', (chunk: Buffer) => {
+      if (cuts === 0 && chunk.includes(marker)) armed = true;
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      if (armed && chunk[0] !== 0x2d /* - */) {
+        armed = false;
+        cuts += 1;
+        client.resetAndDestroy();
+        return;
+      }
+      client.write(chunk);
+    });
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    get cuts() {
+      return cuts;
+    },
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const s of sockets) s.destroy();
+      await closed;
+    },
+  };
+}
