@@ -23,6 +23,18 @@
 --- @include "includes/append-result-once"
 --- @include "includes/begin-instance"
 
+-- A fetched job's begin as kvm2's enqueue scripts write it; nil when it cannot be read (a job
+-- some other producer added): the job's run then begins it itself (begin-job.lua), and the
+-- script does not fail after BullMQ's part has run.
+local function readBegin(text)
+  local ok, b = pcall(cjson.decode, text)
+  if not ok or type(b) ~= 'table' or type(b['latest']) ~= 'string'
+    or type(b['lock']) ~= 'string' or not tonumber(b['generation']) then
+    return nil
+  end
+  return b
+end
+
 if ARGV[13] ~= '' then
   releaseLock(KEYS[16], ARGV[13])
 end
@@ -46,15 +58,24 @@ if type(result) == 'number' and result ~= 0 then
     end
   end
 elseif ARGV[10] ~= '' and type(result) == 'table' and type(result[1]) == 'table' then
-  -- The job fetched next: its hash's fields, as BullMQ's fetch returns them.
+  -- The job fetched next: its hash's fields, as BullMQ's fetch returns them. One that BullMQ
+  -- fails without running it (`defa`: it stalled more than allowed) is not begun: nothing would
+  -- release its lock.
   local fields, begin = result[1], nil
   for i = 1, #fields - 1, 2 do
-    if fields[i] == 'kvm2Begin' then begin = fields[i + 1] break end
+    if fields[i] == 'kvm2Begin' then
+      begin = fields[i + 1]
+    elseif fields[i] == 'defa' then
+      begin = nil
+      break
+    end
   end
-  if begin then
-    local b = cjson.decode(begin)
+  local b = begin and readBegin(begin)
+  if b then
     local reservation = nil
-    if b['reservation'] ~= '' then reservation = b['reservation'] end
+    if type(b['reservation']) == 'string' and b['reservation'] ~= '' then
+      reservation = b['reservation']
+    end
     local latest, state = beginInstance(b['latest'], tonumber(b['generation']), ARGV[12],
       reservation, b['lock'], ARGV[10], ARGV[11])
     result[5] = tostring(latest)

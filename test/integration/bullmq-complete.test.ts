@@ -311,7 +311,7 @@ describe('the begin of the job a completion fetches', () => {
    */
   async function twoDeletes(
     host: string,
-    before: (ids: { first: string; second: string }) => Promise<void>,
+    before: (ids: { first: string; second: string }, jobIds: string[]) => Promise<void>,
     second: (job: Job, scope: RedisScope) => Promise<{ releases?: string }>,
   ): Promise<{ jobIds: string[]; errors: string[] }> {
     const queueName = hostQueueName(host);
@@ -321,7 +321,7 @@ describe('the begin of the job a completion fetches', () => {
       const added = await enqueueDelete(ours.redis, ours.prefix, deleteData(id));
       jobIds.push(added?.jobId ?? '');
     }
-    await before(ids);
+    await before(ids, jobIds);
     const errors: string[] = [];
     let done = 0;
     let settle: () => void = () => undefined;
@@ -341,10 +341,12 @@ describe('the begin of the job a completion fetches', () => {
       { connection: connection(), prefix: ours.prefix, autorun: false, concurrency: 1 },
       completingBackend(ours.redis, { lockTtlMs: 30_000, newToken: randomUUID }),
     );
-    worker.on('completed', () => {
+    const ended = (): void => {
       done += 1;
       if (done === 2) settle();
-    });
+    };
+    worker.on('completed', ended);
+    worker.on('failed', ended);
     worker.on('error', (err) => {
       errors.push(err.message);
       settle();
@@ -416,6 +418,58 @@ describe('the begin of the job a completion fetches', () => {
     const latest = latestGenerationKey(ours.prefix, 'newer/second');
     expect(await ours.redis.get(latest)).toBe('1000');
     expect(await ours.redis.ttl(latest)).toBeGreaterThan(29 * 24 * 3600);
+  });
+
+  it.each([
+    ['not JSON', 'not json'],
+    ['no lock key', '{"latest":"x","generation":"1","reservation":""}'],
+    ['no generation', '{"latest":"x","lock":"y","reservation":""}'],
+  ])(
+    'leaves a fetched job whose begin is malformed (%s) unbegun, for its run to begin',
+    async (_what, malformed) => {
+      // kvm2Begin is what kvm2's enqueue scripts write, but any producer can add a job: a begin
+      // the completion cannot read must not fail the script after BullMQ's part has run.
+      const host = `bad${malformed.length}`;
+      let claimed: CompletionBegun | undefined;
+      const run = await twoDeletes(
+        host,
+        async (_ids, jobIds) => {
+          const jobKey = `${ours.prefix}:${hostQueueName(host)}:${jobIds[1] ?? ''}`;
+          await ours.redis.hset(jobKey, 'kvm2Begin', malformed);
+        },
+        (job) => {
+          claimed = claimBegun(job.id);
+          return Promise.resolve({});
+        },
+      );
+      expect(run.errors).toEqual([]);
+      expect(claimed).toBeUndefined();
+      expect(await ours.redis.exists(instanceLock(ours, `${host}/second`))).toBe(0);
+      const completed = await ours.redis.zrange(
+        `${ours.prefix}:${hostQueueName(host)}:completed`,
+        0,
+        -1,
+      );
+      expect(completed.sort()).toEqual([...run.jobIds].sort());
+    },
+  );
+
+  it('leaves unbegun a fetched job that BullMQ fails unrun (it stalled out)', async () => {
+    // BullMQ fails a job marked `defa` (stalled more than allowed) without running its
+    // processor: a lock its begin took would be held, unreleased, until its TTL.
+    const run = await twoDeletes(
+      'stalledout',
+      async (_ids, jobIds) => {
+        const jobKey = `${ours.prefix}:${hostQueueName('stalledout')}:${jobIds[1] ?? ''}`;
+        await ours.redis.hset(jobKey, 'defa', 'job stalled more than allowable limit');
+      },
+      () => Promise.reject(new Error('a job BullMQ fails unrun was run')),
+    );
+    expect(run.errors).toEqual([]);
+    const failed = `${ours.prefix}:${hostQueueName('stalledout')}:failed`;
+    expect(await ours.redis.zrange(failed, 0, -1)).toEqual([run.jobIds[1]]);
+    expect(await ours.redis.exists(instanceLock(ours, 'stalledout/second'))).toBe(0);
+    expect(claimBegun(run.jobIds[1])).toBeUndefined();
   });
 
   it('a run whose data asks for another begin undoes this one and begins its own', async () => {
