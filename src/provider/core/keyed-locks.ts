@@ -35,7 +35,11 @@ export class InProcessLocks implements KeyedLocks {
       return await fn(signal);
     } finally {
       release();
-      if (this.tails.get(key) === tail) this.tails.delete(key);
+      // Drop the entry only once this tail has settled: a waiter that gave up still sits behind
+      // the holder, and the next caller must wait for that holder through this tail.
+      void tail.then(() => {
+        if (this.tails.get(key) === tail) this.tails.delete(key);
+      });
     }
   }
 }
