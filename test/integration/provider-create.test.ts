@@ -1,23 +1,33 @@
 // The provider's create, get and delete against the real libvirtd through the harness's sshd,
 // images from a real HTTP server on port 0, virsh as the independent witness: what a create
 // makes, a repeat create that changes nothing, the refusals, and a delete that leaves the base.
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/provider/config/load.js';
 import { DEFAULT_SERIAL_LOG_DIR } from '../../src/provider/config/schema.js';
 import { newUid, serialLogFile } from '../../src/provider/core/ids.js';
-import type { Provider } from '../../src/provider/provider.js';
+import { Provider } from '../../src/provider/provider.js';
 import { KVM2_XMLNS } from '../../src/provider/xml/metadata.js';
-import { domainExists, poolVolumes } from '../harness/libvirt-objects.js';
+import type { ImageServer } from '../harness/image-server.js';
+import { domainExists, poolVolumes, type TestNetwork } from '../harness/libvirt-objects.js';
 import { providerHooks, providerRig, SENTINEL } from '../harness/provider-rig.js';
+import type { Sshd } from '../harness/sshd.js';
+import { testHost } from '../harness/test-host.js';
 import { virsh, virshFails } from '../harness/virsh.js';
 
+const run = promisify(execFile);
 const rig = providerRig();
 const { imageTag, instanceName, logLines } = rig;
+let sshd: Sshd;
+let images: ImageServer;
+let net: TestNetwork;
 let dir: string;
 let provider: Provider;
 
-providerHooks(rig, (setup) => ({ dir, provider } = setup));
+providerHooks(rig, (setup) => ({ sshd, images, net, dir, provider } = setup));
 
 describe('create, get, delete', () => {
   it('creates a running instance: overlay backed by the base, seed read-only, metadata', async () => {
@@ -152,10 +162,53 @@ describe('create, get, delete', () => {
     expect(await virshFails(['dominfo', 'ok-name'])).toMatch(/failed to get domain/);
   });
 
+  it('refuses a disk larger than an overlay can describe, before any volume is written', async () => {
+    const name = instanceName();
+    const err: unknown = await provider
+      .create({ host: 'h1', name, uid: newUid(), image: imageTag, diskGiB: 5000 })
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'ERR_INVALID_REQUEST', kind: 'permanent' });
+    expect((err as Error).message).toMatch(/request\.diskGiB: must be at most 4 TiB/);
+    expect((await poolVolumes()).filter((v) => v.includes(name))).toEqual([]);
+  });
+
   it('a host no longer configured: delete succeeds with a warning', async () => {
     await provider.delete('gone-host/some-vm');
     expect(logLines.some((l) => JSON.stringify(l).includes('host is not configured'))).toBe(true);
   });
+});
+
+describe('a disk smaller than its image', () => {
+  it('is refused naming request.diskGiB and the image size, before the overlay and seed', async () => {
+    const big = path.join(dir, 'big.qcow2');
+    await run('qemu-img', ['create', '-q', '-f', 'qcow2', big, '2G']);
+    images.serve('/big.qcow2', { file: big });
+    const config = parseConfig({
+      hosts: [testHost(sshd, net.name)],
+      images: { [`${imageTag}-big`]: { url: images.url('/big.qcow2'), format: 'qcow2' } },
+      defaults: { vcpus: 1, memoryMiB: 128, diskGiB: 1 },
+    });
+    const p = new Provider(config, { logger: rig.logger });
+    const name = instanceName();
+    try {
+      const request = { host: 'h1', name, uid: newUid(), image: `${imageTag}-big` };
+      const err: unknown = await p.create({ ...request, diskGiB: 1 }).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'ERR_INVALID_REQUEST', kind: 'permanent' });
+      expect((err as Error).message).toContain('request.diskGiB');
+      expect((err as Error).message).toContain(`${2 ** 31} bytes`);
+      // Without diskGiB, the configured default is the one named.
+      await expect(p.create(request)).rejects.toThrow(/kvm2\.defaults\.diskGiB/);
+      expect((await poolVolumes()).filter((v) => v.includes(name))).toEqual([]);
+
+      // As large as the image is enough: the guest sees the whole of it.
+      await p.create({ ...request, diskGiB: 2 });
+      const overlay = await virsh(['vol-dumpxml', '--pool', 'default', `kvm2-${name}.qcow2`]);
+      expect(overlay).toContain(`<capacity unit='bytes'>${2 ** 31}</capacity>`);
+    } finally {
+      await p.delete(`h1/${name}`).catch(() => undefined);
+      await p.close();
+    }
+  }, 90_000);
 });
 
 describe('a base image this process found complete', () => {

@@ -314,8 +314,18 @@ async function makeDomain(
     });
   };
   const remembered = rememberedBaseImage(ctx, host, req.image);
-  const diskBytes = BigInt(req.diskGiB ?? ctx.config.defaults.diskGiB) * 2n ** 30n;
+  const diskGiB = req.diskGiB ?? ctx.config.defaults.diskGiB;
+  const diskBytes = BigInt(diskGiB) * 2n ** 30n;
   const volumes = async (base: BaseImage, remembered = false): Promise<[string, string]> => {
+    // An overlay smaller than its backing file truncates the disk the guest sees: the size is
+    // known once the base is, and nothing of the instance is written yet.
+    if (diskBytes < base.capacityBytes) {
+      const field = req.diskGiB === undefined ? 'kvm2.defaults.diskGiB' : 'request.diskGiB';
+      throw new Kvm2Error(
+        'ERR_INVALID_REQUEST',
+        `${field}: ${diskGiB} GiB is smaller than image '${req.image}' (${base.capacityBytes} bytes)`,
+      );
+    }
     io.onProgress?.('volumes');
     // The overlay is looked at first: one that exists and is not backed by this base is
     // refused before any seed is touched. Then its creation and the seed's go out together,
