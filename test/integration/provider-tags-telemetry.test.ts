@@ -46,6 +46,29 @@ describe('listByTag', () => {
     expect(await provider.listByTag(tag)).toEqual([]);
   }, 90_000);
 
+  it('skips, with a warning, a kvm2 domain renamed to a name that is not a DNS label', async () => {
+    const tag = uniqueName('tag');
+    const kept = instanceName();
+    const renamed = instanceName();
+    const odd = `${renamed}.old`;
+    await provider.create({ host: 'h1', name: kept, uid: newUid(), image: imageTag, tag });
+    await provider.create({ host: 'h1', name: renamed, uid: newUid(), image: imageTag, tag });
+    // What an operator does by hand: libvirt renames only a domain that is shut off.
+    await virsh(['destroy', renamed]);
+    await virsh(['domrename', renamed, odd]);
+    try {
+      const listed = await provider.listByTag(tag);
+      expect(listed.map((i) => i.name)).toEqual([kept]);
+      expect((await provider.listHost('h1')).map((i) => i.name)).toContain(kept);
+      expect(
+        logLines.some((l) => l['domain'] === odd && String(l['msg']).includes('skipped')),
+      ).toBe(true);
+    } finally {
+      // Back under its own name, for the rig's clean-up.
+      await virsh(['domrename', odd, renamed]).catch(() => undefined);
+    }
+  }, 90_000);
+
   it('fails whole when a host cannot be listed', async () => {
     const config = parseConfig({
       hosts: [

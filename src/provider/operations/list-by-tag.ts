@@ -1,12 +1,13 @@
 // listByTag (SPEC §3): every kvm2 instance with a tag, across all hosts, from the domain list
 // and metadata only (no state or address reads; state says only active or not). A host that
 // cannot be listed fails the whole call: GC must never act on a partial view. One domain
-// whose metadata cannot be read is skipped with a warning.
+// whose metadata cannot be read, or whose name is not a DNS label, is skipped with a warning.
 import { LibvirtError } from '../../libvirt/errors.js';
 import { ConnectListAllDomains } from '../../libvirt/protocol.gen.js';
 import type { ProviderContext } from '../core/host-context.js';
 import { classifyError } from '../../errors/classify.js';
 import { Kvm2Error } from '../../errors/error.js';
+import { isValidName } from '../core/ids.js';
 import { readMetadata, toInstance, type Instance } from '../core/instance.js';
 import { inSpan } from '../core/telemetry.js';
 
@@ -86,6 +87,15 @@ async function listHost(
   domains.forEach((dom, i) => {
     const meta = metas[i];
     if (meta === null || meta === undefined || (tag !== undefined && meta.tag !== tag)) return;
+    // A kvm2 domain renamed by hand (`virsh domrename web web.old`) to a name that is not a DNS
+    // label has no instance id: it concerns this one domain, like unreadable metadata.
+    if (!isValidName(dom.name)) {
+      ctx.logger.warn(
+        { host, domain: dom.name, uid: meta.uid },
+        'listByTag: domain name is not a DNS label; skipped',
+      );
+      return;
+    }
     out.push(toInstance(host, dom.name, meta, dom.id === -1 ? 'stopped' : 'running'));
   });
   return out;
