@@ -198,6 +198,37 @@ describe('instance events', () => {
     }
   }, 30_000);
 
+  it('a kvm2 domain whose name is not a DNS label: reported, left alone, no event, no resync loop', async () => {
+    // What `virsh domrename web web.old` leaves: kvm2's metadata on a name that makes no
+    // instance id.
+    const odd = `${uniqueName('kvm2-oddname')}.old`;
+    const holder = workers.find(watching);
+    const file = path.join(fleet.dir, `${odd}.xml`);
+    await writeFile(
+      file,
+      uefiDomainXml(odd).replace(
+        '</domain>',
+        `  <metadata><kvm2:instance xmlns:kvm2='${KVM2_XMLNS}' uid='u-${odd}' createdAt='2026-01-01T00:00:00.000Z' tag='ev' image='demo'/></metadata>\n</domain>`,
+      ),
+    );
+    await virsh(['define', file]);
+    try {
+      await virsh(['start', odd]);
+      await virsh(['destroy', odd]);
+      await sleep(WITHIN_MS);
+      const all = await allEvents(fleet.scope.redis, fleet.scope.prefix);
+      expect(all.filter((e) => e.instanceId.endsWith(`/${odd}`))).toEqual([]);
+      const reports = holder?.logs.filter(
+        (l) => String(l['during']).includes(odd) && String(l['during']).includes('not watched'),
+      );
+      expect(reports?.length).toBeGreaterThan(0);
+      // Left alone, not a failed read (which would schedule resync after resync).
+      expect(holder?.logs.some((l) => l['during'] === `domain '${odd}'`)).toBe(false);
+    } finally {
+      await removeEventDomain(odd);
+    }
+  }, 30_000);
+
   it('a kvm2 domain renamed with virsh: its old name is gone, its new one appears', async () => {
     const old = fleet.name('ev-old');
     const renamed = fleet.name('ev-new');

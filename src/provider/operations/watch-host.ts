@@ -160,9 +160,10 @@ export class HostWatch {
   }
 
   /**
-   * observeDomain, with kvm2 metadata that cannot be parsed said once per look and the domain
-   * left alone like a foreign one: reading it again would not mend it, and treating it as a
-   * failed read would resync the host over and over.
+   * observeDomain, with kvm2 metadata that cannot be parsed, or on a domain whose name makes no
+   * instance id (renamed by hand to one that is not a DNS label), said once per look and the
+   * domain left alone like a foreign one: reading it again would not mend it, and treating it
+   * as a failed read would resync the host over and over.
    */
   async #observe(
     conn: LibvirtConnection,
@@ -171,8 +172,14 @@ export class HostWatch {
     try {
       return await observeDomain(conn, this.#o.host, dom);
     } catch (err) {
-      if ((err as { code?: unknown }).code !== 'ERR_XML_METADATA_MALFORMED') throw err;
-      this.#o.onError?.(err, `domain '${dom.name}': kvm2 metadata unreadable; not watched`);
+      const code = (err as { code?: unknown }).code;
+      if (code === 'ERR_XML_METADATA_MALFORMED') {
+        this.#o.onError?.(err, `domain '${dom.name}': kvm2 metadata unreadable; not watched`);
+      } else if (code === 'ERR_INVALID_INSTANCE_ID') {
+        this.#o.onError?.(err, `domain '${dom.name}': name is not a DNS label; not watched`);
+      } else {
+        throw err;
+      }
       return 'foreign';
     }
   }
