@@ -1,7 +1,7 @@
 // The configuration's refusals (SPEC §2): every issue names its `kvm2.` path and says what was
 // wrong, and never echoes a secret.
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/provider/config/load.js';
+import { ConfigError, parseConfig, parseConfigText } from '../../src/provider/config/load.js';
 import { issuesOf, local, uriMessage, withHost } from '../harness/config-input.js';
 
 describe('errors name their path', () => {
@@ -339,5 +339,96 @@ describe('errors name their path', () => {
       return;
     }
     throw new Error('accepted');
+  });
+});
+
+describe('a file that does not parse', () => {
+  const SECRET = 'hunter2sec';
+  /** `line L, column C` of the first `marker` in `text`, both counted from 1. */
+  const where = (text: string, marker: string): string => {
+    const before = text.slice(0, text.indexOf(marker)).split('\n');
+    return `line ${before.length}, column ${before.at(-1)!.length + 1}`;
+  };
+  const refusal = (text: string, format: 'json' | 'yaml'): ConfigError => {
+    try {
+      parseConfigText(text, { format, file: `kvm2.${format}` });
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      return err as ConfigError;
+    }
+    throw new Error('accepted');
+  };
+  const VALUE = 'expected a value (a string in double quotes, a number, true, false, null, [ or {)';
+
+  it.each<[string, string, string]>([
+    [
+      'an unquoted sentinel password',
+      `{\n  "hosts": [{"name": "hv1", "uri": "qemu:///system", "network": "default"}],\n  "redis": {"sentinel": {"name": "m", "nodes": ["s1:26379"], "password": ${SECRET}}}\n}\n`,
+      SECRET,
+    ],
+    [
+      'an unquoted redis URL with a password',
+      `{\n  "hosts": [{"name": "hv1", "uri": "qemu:///system", "network": "default"}],\n  "redis": {"url": redis://:${SECRET}@redis:6379}\n}\n`,
+      'redis://',
+    ],
+    [
+      'an unquoted qemu+ssh URI with a password',
+      `{"hosts": [\n  {"name": "hv1", "uri": qemu+ssh://kvm2:${SECRET}@hv1/system, "network": "default"}\n]}\n`,
+      'qemu+ssh://',
+    ],
+  ])('JSON with %s says where and what, never the text', (_what, text, at) => {
+    const err = refusal(text, 'json');
+    expect(err.issues).toEqual([`kvm2: not valid JSON at ${where(text, at)}: ${VALUE}`]);
+    expect(err.message).not.toContain(SECRET.slice(0, 4));
+  });
+
+  it.each<[string, string, string]>([
+    [
+      'a string left open',
+      '{"redis": {"url": "redis://:hunter2sec@redis',
+      'a string is not closed',
+    ],
+    [
+      'a line break in a string',
+      '{"redis": {"url": "redis://:hunter2sec\n@redis"}}',
+      'a line break or control character inside a string',
+    ],
+    ['a key missing its quotes', '{"redis": {url: "x"}}', 'expected a key in double quotes'],
+    ['a missing comma', '{"hosts": [] "redis": {}}', "expected ',' or '}'"],
+    [
+      'text after the end',
+      '{"hosts": []} hunter2sec',
+      'more text after the end of the configuration',
+    ],
+    ['a cut-off file', '{"hosts": [', 'the text ends early'],
+  ])('JSON with %s names what is wrong', (_what, text, what) => {
+    const err = refusal(text, 'json');
+    expect(err.issues).toHaveLength(1);
+    expect(err.issues[0]).toMatch(/^kvm2: not valid JSON at line \d+, column \d+: /);
+    expect(err.issues[0]).toContain(what);
+    expect(err.message).not.toContain('hunter');
+  });
+
+  it.each<[string, string, string]>([
+    [
+      'a password that starts a block scalar',
+      `hosts: [{name: hv1, uri: "qemu:///system", network: default}]\nredis:\n  sentinel:\n    name: m\n    nodes: [s1:26379]\n    password: |${SECRET}\n`,
+      'kvm2: not valid YAML at line 6, column 16: ',
+    ],
+    [
+      'a password that reads as a tag',
+      `hosts: [{name: hv1, uri: "qemu:///system", network: default}]\nredis:\n  sentinel:\n    name: m\n    nodes: [s1:26379]\n    password: !${SECRET}!x y\n`,
+      'kvm2: not valid YAML at line 6, column 15: ',
+    ],
+    [
+      'a password that reads as an alias',
+      `hosts: [{name: hv1, uri: "qemu:///system", network: default}]\nredis:\n  sentinel:\n    name: m\n    nodes: [s1:26379]\n    password: *${SECRET}\n`,
+      'kvm2.redis.sentinel.password: ',
+    ],
+  ])('YAML with %s says where, never the text', (_what, text, start) => {
+    const err = refusal(text, 'yaml');
+    expect(err.issues).toHaveLength(1);
+    expect(err.issues[0]?.slice(0, start.length)).toBe(start);
+    expect(err.message).not.toContain(SECRET.slice(0, 4));
   });
 });

@@ -134,7 +134,12 @@ describe('loading files', () => {
 
   it.each([
     ['broken YAML', 'hosts: [\n', 'yaml', /^kvm2: not valid YAML at line \d+, column \d+: /],
-    ['broken JSON', '{"hosts": [}', 'json', /^kvm2: not valid JSON: /],
+    [
+      'broken JSON',
+      '{"hosts": [}',
+      'json',
+      /^kvm2: not valid JSON at line 1, column 12: expected a value \(/,
+    ],
     ['a YAML key given twice', 'hosts: []\nhosts: []\n', 'yaml', /a key is given twice/],
     ['a JSON key given twice', '{"hosts": [], "hosts": []}', 'json', /a key is given twice/],
     ['an empty file', '', 'yaml', /^kvm2: expected a mapping at the top level, got nothing$/],

@@ -10,6 +10,7 @@ import { parseLibvirtUri, type LibvirtTarget } from '../../libvirt/transport/uri
 import { Kvm2Error } from '../../errors/error.js';
 import { EMBEDDED_DEFAULT, configSchema, type Kvm2Config } from './schema.js';
 import { editDistance } from './edit-distance.js';
+import { jsonSyntaxProblem, syntaxIssue, yamlSyntaxProblem } from './syntax-errors.js';
 import { aliasProblem } from './yaml-aliases.js';
 
 export class ConfigError extends Kvm2Error {
@@ -146,25 +147,21 @@ export function parseConfigText(
 ): Kvm2Config {
   const { file } = options;
   const format = options.format ?? detectFormat(text, file);
+  // Neither parser's message is shown: both quote the text, which may hold a password.
   if (format === 'json') {
     try {
       JSON.parse(text);
-    } catch (err) {
-      throw new ConfigError([`kvm2: not valid JSON: ${(err as Error).message}`], file);
+    } catch {
+      const problem = jsonSyntaxProblem(text) ?? { what: 'a syntax error' };
+      throw new ConfigError([syntaxIssue('JSON', problem)], file);
     }
   }
   // JSON is YAML 1.2, and the YAML parser reports duplicate keys, which JSON.parse lets pass.
   const doc = YAML.parseDocument(text, { uniqueKeys: true, prettyErrors: true });
   const first = doc.errors[0];
   if (first !== undefined) {
-    const at = first.linePos?.[0];
-    const where = at === undefined ? '' : ` at line ${at.line}, column ${at.col}`;
-    const what =
-      first.code === 'DUPLICATE_KEY' ? 'a key is given twice' : first.message.split('\n')[0];
-    throw new ConfigError(
-      [`kvm2: not valid ${format === 'json' ? 'JSON' : 'YAML'}${where}: ${what}`],
-      file,
-    );
+    const problem = yamlSyntaxProblem(first);
+    throw new ConfigError([syntaxIssue(format === 'json' ? 'JSON' : 'YAML', problem)], file);
   }
   const aliases = aliasProblem(doc);
   if (aliases !== undefined) throw new ConfigError([aliases], file);

@@ -42,8 +42,14 @@ export function aliasProblem(doc: Document): string | undefined {
         return 0;
       }
       const target = node.resolve(doc);
+      // No anchor of that name before it: toJS would throw a ReferenceError quoting the name,
+      // which is the value itself when an unquoted password starts with `*`.
+      if (target === undefined) {
+        problem = `${pathText(path)}: a YAML alias names no anchor before it (a value that starts with * needs quotes)`;
+        return 0;
+      }
       // An alias inside its own anchor is a cycle: the parser reports it, nothing to count here.
-      if (target === undefined || inside.has(target)) return 1;
+      if (inside.has(target)) return 1;
       const known = sizes.get(target);
       if (known !== undefined) return known;
       const measured = size(target, path, inside);
