@@ -13,6 +13,7 @@ import {
   type PacketHeader,
 } from './packet.js';
 import type { Procedure } from './procedure.js';
+import { StorageVolDownload, type StorageVolDownloadArgs } from './protocol.gen.js';
 import {
   DownloadSink,
   UploadPacketizer,
@@ -250,7 +251,23 @@ export async function* downloadStream<A>(
   args: A,
   options?: StreamCallOptions,
 ): AsyncGenerator<Buffer, void, undefined> {
-  const sink = new DownloadSink(channel);
+  const bytes = askedLength(proc, args);
+  const sink = new DownloadSink(
+    channel,
+    bytes === undefined
+      ? undefined
+      : {
+          bytes,
+          // As for any frame the daemon should never send: the link is not to be trusted.
+          exceeded: (err) =>
+            channel.destroy(
+              new LinkInterruptedError(
+                `${channel.host}: download ${proc.name} got more than it asked for`,
+                { cause: err },
+              ),
+            ),
+        },
+  );
   const serial = await channel.open(proc, args, sink, options);
   const undo = abandonOnAbort(channel, sink, 'download', proc.name, options?.signal);
   const stall = watchStall(channel, sink, 'download', proc.name, options?.stallMs);
@@ -269,6 +286,18 @@ export async function* downloadStream<A>(
     channel.forget(serial);
     sink.release();
   }
+}
+
+/**
+ * The bytes a download asked for: StorageVolDownload's non-zero `length` (0 asks for the rest
+ * of the volume, LIBVIRT-RPC-FACTS §5), the one @readstream procedure that takes a length.
+ */
+function askedLength<A>(proc: Procedure<A, unknown>, args: A): number | undefined {
+  if (proc.proc !== StorageVolDownload.proc || proc.program !== StorageVolDownload.program) {
+    return undefined;
+  }
+  const { length } = args as StorageVolDownloadArgs;
+  return length > 0n ? Number(length) : undefined;
 }
 
 /** The event loop's next turn (its I/O, timers and ticks run first). */

@@ -129,9 +129,17 @@ export interface ReadGate {
   resumeReads(): void;
 }
 
+/** A download's `length`, and what to do when the daemon sends more than it. */
+export interface DownloadLimit {
+  readonly bytes: number;
+  /** Called once, with the error the download fails with. */
+  readonly exceeded: (err: ProtocolError) => void;
+}
+
 export class DownloadSink implements StreamSink {
   private readonly chunks: Buffer[] = [];
   private queued = 0;
+  private received = 0;
   private paused = false;
   private eof = false;
   private failure: Error | undefined;
@@ -140,7 +148,10 @@ export class DownloadSink implements StreamSink {
   private rejectFinished!: (e: Error) => void;
   readonly finished: Promise<void>;
 
-  constructor(private readonly gate: ReadGate) {
+  constructor(
+    private readonly gate: ReadGate,
+    private readonly limit?: DownloadLimit,
+  ) {
     this.finished = new Promise<void>((res, rej) => {
       this.resolveFinished = res;
       this.rejectFinished = rej;
@@ -152,6 +163,18 @@ export class DownloadSink implements StreamSink {
     if (payload.length === 0)
       this.eof = true; // an empty CONTINUE marks the end of data
     else {
+      // A daemon that sends past the length asked for would grow the memory of a consumer
+      // that keeps all it gets (a small volume read whole): nothing past it is queued.
+      this.received += payload.length;
+      if (this.limit !== undefined && this.received > this.limit.bytes) {
+        if (this.failure !== undefined) return;
+        const err = new ProtocolError(
+          `the daemon sent more than the ${this.limit.bytes} bytes a download asked for`,
+        );
+        this.fail(err);
+        this.limit.exceeded(err);
+        return;
+      }
       this.chunks.push(payload);
       this.queued += payload.length;
       if (this.queued > DOWNLOAD_HIGH_WATER) this.setPaused(true);

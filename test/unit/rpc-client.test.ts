@@ -1,10 +1,11 @@
 // Engine rules that need a daemon to misbehave on cue, so a fake one on an in-memory pair:
 // a queued call that is abandoned fails alone; an upload whose source throws closes the link
-// (the daemon's stream would otherwise stay open).
+// (the daemon's stream would otherwise stay open); a download that gets more than it asked for
+// fails and drops the link.
 import { getEventListeners } from 'node:events';
 import { Duplex } from 'node:stream';
 import { expect, it } from 'vitest';
-import { CallAbortedError } from '../../src/libvirt/errors.js';
+import { CallAbortedError, ProtocolError } from '../../src/libvirt/errors.js';
 import {
   FrameDecoder,
   PREFIX_SIZE,
@@ -162,6 +163,45 @@ it('a download whose consumer lags pauses the link without keepalive taking it f
   expect(bytes).toBe(6 << 20);
   expect(client.isDown).toBe(false);
   client.destroy();
+});
+
+it('a download that asked for a length fails with a protocol error, and the link is dropped, once the daemon sends more', async () => {
+  const [ours, theirs] = duplexPair();
+  const daemon = fakeDaemon(theirs);
+  const client = new RpcClient(ours, { host: 'fake' });
+  const vol = { pool: 'default', name: 'v', key: 'k' };
+  const download = client.download(StorageVolDownload, {
+    vol,
+    offset: 0n,
+    length: 4096n,
+    flags: 0,
+  });
+  const received: Buffer[] = [];
+  const reading = (async () => {
+    for await (const chunk of download) received.push(chunk);
+  })();
+  await new Promise((r) => setImmediate(r));
+  const call = daemon.calls[0]!;
+  daemon.reply(call, Buffer.alloc(0));
+  const stream = (status: number, payload: Buffer): void => {
+    theirs.write(
+      Buffer.concat([encodePrefix({ ...call, type: 3, status }, payload.length), payload]),
+    );
+  };
+  // A broken daemon: the 4 KiB asked for, then 16 MiB more, then the end of data; it confirms
+  // our finish, should one come.
+  stream(2, Buffer.alloc(4096, 1));
+  const mib = Buffer.alloc(1 << 20, 2);
+  for (let i = 0; i < 16; i++) stream(2, mib);
+  stream(2, Buffer.alloc(0));
+  const decoder = new FrameDecoder((h) => {
+    if (h.type === 3 && h.status === 0) stream(0, Buffer.alloc(0));
+  });
+  theirs.on('data', (d: Buffer) => decoder.push(d));
+  await expect(reading).rejects.toMatchObject({ code: 'ERR_LIBVIRT_PROTOCOL' });
+  await expect(reading).rejects.toBeInstanceOf(ProtocolError);
+  expect(Buffer.concat(received).length).toBeLessThanOrEqual(4096);
+  expect(client.isDown).toBe(true);
 });
 
 it('at most 4 calls on the wire, but up to 32 burst calls; calls leave in the order made', async () => {
