@@ -51,6 +51,8 @@ export class LibvirtConnection extends EventEmitter<{ close: [Error | undefined]
     readonly target: LibvirtTarget,
     private readonly link: Link,
     private readonly rpc: RpcClient,
+    /** The logger the connection was opened with: its subscribers' failures are logged there. */
+    readonly logger: Logger | undefined,
   ) {
     super();
     rpc.once('close', (err) => {
@@ -103,7 +105,7 @@ export class LibvirtConnection extends EventEmitter<{ close: [Error | undefined]
       ...(options.callTimeoutMs === undefined ? {} : { callTimeoutMs: options.callTimeoutMs }),
       ...(options.streamStallMs === undefined ? {} : { streamStallMs: options.streamStallMs }),
     });
-    const conn = new LibvirtConnection(options.host, target, link, rpc);
+    const conn = new LibvirtConnection(options.host, target, link, rpc, options.logger);
     try {
       const callOptions = (): CallOptions => ({
         signal: options.signal,

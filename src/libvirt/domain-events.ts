@@ -71,8 +71,17 @@ function register<M extends { callbackID: number }>(
   let callbackId: number | undefined;
   const early: M[] = [];
   const handlers = new Set<(message: { callbackID: number }) => void>();
+  // Each subscriber on its own, as the RPC client does for the ones it calls: one that throws
+  // is logged and the others still hear the event, and an early one delivered below cannot
+  // turn into the registration's failure.
   const deliver = (message: M): void => {
-    for (const handler of [...handlers]) handler(message);
+    for (const handler of [...handlers]) {
+      try {
+        handler(message);
+      } catch (err) {
+        conn.logger?.warn({ err, event: proc.name }, 'event handler threw');
+      }
+    }
   };
   const unsubscribe = conn.subscribe(proc, (message) => {
     if (callbackId === undefined) early.push(message);

@@ -1,6 +1,8 @@
 // Domain events from the real libvirtd through the harness's sshd: a domain started, suspended,
 // resumed and destroyed with virsh from outside, each change heard as a lifecycle event within
-// 2 s; two subscriptions on one connection each hear them; a closed one hears nothing more.
+// 2 s; two subscriptions on one connection each hear them, even when the first throws; a closed
+// one hears nothing more.
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LibvirtConnection } from '../../src/libvirt/connection.js';
 import {
@@ -21,10 +23,15 @@ const STARTED_BOOTED = 0;
 let sshd: Sshd;
 let conn: LibvirtConnection;
 const name = uniqueName('kvm2-events');
+/** What the connection logged, warnings and above. */
+const logLines: string[] = [];
 
 beforeAll(async () => {
   sshd = await startSshd();
-  conn = await LibvirtConnection.connect(parseLibvirtUri(sshd.uri('/system')), { host: 'events' });
+  conn = await LibvirtConnection.connect(parseLibvirtUri(sshd.uri('/system')), {
+    host: 'events',
+    logger: pino({ level: 'warn' }, { write: (line: string) => void logLines.push(line) }),
+  });
   await defineEventDomain(name, sshd.dir);
 });
 
@@ -82,6 +89,29 @@ describe('lifecycle events', () => {
       expect(heard.events).toEqual([]);
     } finally {
       await open.close();
+    }
+  }, 60_000);
+
+  it('a subscriber that throws is logged, and the next one on the connection still hears each event', async () => {
+    let thrown = 0;
+    const throwing = await subscribeLifecycle(conn, (e) => {
+      if (e.dom.name !== name) return;
+      thrown += 1;
+      throw new Error('subscriber bug');
+    });
+    const heard = new Heard(name);
+    const hearing = await subscribeLifecycle(conn, heard.handler);
+    try {
+      await virsh(['start', name]);
+      await heard.next(LifecycleEvent.STARTED, 0);
+      await virsh(['destroy', name]);
+      await heard.next(LifecycleEvent.STOPPED, 0);
+      expect(thrown).toBeGreaterThanOrEqual(2);
+      expect(logLines.join('')).toContain('event handler threw');
+      expect(logLines.join('')).toContain('subscriber bug');
+    } finally {
+      await throwing.close();
+      await hearing.close();
     }
   }, 60_000);
 
