@@ -227,6 +227,21 @@ describe('errors name their path', () => {
       'kvm2.defaults.diskGiB: must be positive',
     ],
     [
+      'a default disk larger than a request may ask for',
+      withHost({ defaults: { diskGiB: 4097 } }),
+      'kvm2.defaults.diskGiB: must be at most 4 TiB',
+    ],
+    [
+      'more default vcpus than a request may ask for',
+      withHost({ defaults: { vcpus: 257 } }),
+      'kvm2.defaults.vcpus: must be at most 256',
+    ],
+    [
+      'more default memory than a request may ask for',
+      withHost({ defaults: { memoryMiB: 4 * 1024 * 1024 + 1 } }),
+      'kvm2.defaults.memoryMiB: must be at most 4 TiB',
+    ],
+    [
       'a zero pool threshold',
       withHost({ health: { poolLowSpaceBytes: '0GiB' } }),
       'kvm2.health.poolLowSpaceBytes: must be positive',

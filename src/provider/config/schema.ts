@@ -208,10 +208,12 @@ const image = z.strictObject({
 
 const images = z.record(label('image name'), image).default({});
 
+// Within what a create request may ask for (src/provider/core/request.ts): a default stands in
+// for the request's own value, and beyond those a create would fail after it began writing.
 const defaults = z.strictObject({
-  vcpus: positiveInt.default(1),
-  memoryMiB: positiveInt.default(1024),
-  diskGiB: positiveInt.default(10),
+  vcpus: positiveInt.max(256, 'must be at most 256').default(1),
+  memoryMiB: positiveInt.max(4 * 1024 * 1024, 'must be at most 4 TiB').default(1024),
+  diskGiB: positiveInt.max(4 * 1024, 'must be at most 4 TiB').default(10),
   addressTimeout: duration.prefault('5m'),
 });
 
