@@ -38,8 +38,9 @@ export async function stallingImage(
   options: { readonly afterBytes?: number; readonly timeoutMs?: number } = {},
 ): Promise<StallingImage> {
   const file = path.join(fleet.dir, `${label}.qcow2`);
-  // A random virtual size gives the header, so the digest, to this image alone.
-  const sizeKiB = 32_768 + 64 * Math.floor(Math.random() * 100_000);
+  // A random virtual size gives the header, so the digest, to this image alone; under 1 GiB,
+  // the fleets' disk (TEST_DEFAULTS.diskGiB): a create refuses a disk smaller than its image.
+  const sizeKiB = 32_768 + Math.floor(Math.random() * 1_000_000);
   await run('qemu-img', ['create', '-q', '-f', 'qcow2', file, `${sizeKiB}K`]);
   const sha256 = (await run('sha256sum', [file])).stdout.split(' ')[0] ?? '';
   let release = (): void => undefined;
