@@ -249,6 +249,21 @@ export function imageCacheRig(): ImageCacheRig {
       ]);
       addImage('backed', await fs.readFile(backed), { format: 'qcow2', sha256: null });
 
+      // A qcow2 whose data lives in an external file on the host (qcow2 v3's data_file): qemu
+      // would read the guest's disk from that host file.
+      const external = path.join(workDir, 'external.qcow2');
+      await execFileAsync('qemu-img', [
+        'create',
+        '-q',
+        '-f',
+        'qcow2',
+        '-o',
+        `data_file=${path.join(workDir, 'external-data.raw')},data_file_raw=on`,
+        external,
+        `${1 + Math.floor(Math.random() * 1000)}M`,
+      ]);
+      addImage('datafile', await fs.readFile(external), { format: 'qcow2', sha256: null });
+
       // 64 MiB of random data in a file, never in the test's memory whole.
       const big = path.join(workDir, 'big.raw');
       const hash = createHash('sha256');

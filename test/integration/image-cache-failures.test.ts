@@ -89,6 +89,15 @@ describe('a failed fill leaves nothing in the pool', () => {
     await expectNothingLeft('imgtest-backed');
   });
 
+  it('a qcow2 whose data is an external file: permanent', async () => {
+    // libvirt 9.0's volume XML shows no backing store for it, but qemu opens the file the
+    // header names for the guest's disk: any file on the host the image's maker chose.
+    const err = await failure(ensureBaseImage(provider(), HOST, 'imgtest-datafile', {}));
+    expect(err).toMatchObject({ code: 'ERR_IMAGE_CONTENT', kind: 'permanent' });
+    expect(err.message).toMatch(/external data file/);
+    await expectNothingLeft('imgtest-datafile');
+  });
+
   it('a job cancelled mid-upload: transient, and the half-made volume is removed', async () => {
     const image = configOf('imgtest-cancelled');
     const file = path.join(poolPath, baseVolumeName(image));

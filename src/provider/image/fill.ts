@@ -27,6 +27,7 @@ import {
   type ImageSource,
 } from './download.js';
 import { deleteVolume, lookupVolume, refreshPool, writeSmallVolume } from './volumes.js';
+import { FEATURES_END, qcow2ExternalData } from './qcow2-overlay.js';
 import { Kvm2Error, type Kvm2ErrorOptions } from '../../errors/error.js';
 
 /** Budget of removing a half-made volume: fresh, since the job's signal may be what failed. */
@@ -34,8 +35,8 @@ const CLEANUP_BUDGET_MS = 30_000;
 
 /**
  * Bytes that are no image kvm2 may use as configured: not qcow2 when qcow2 was configured (an
- * HTML error page served with 200, say), or a qcow2 naming a backing file (qemu would open
- * that host file, chosen by whoever made the image, for the guest).
+ * HTML error page served with 200, say), or a qcow2 naming a backing file or an external data
+ * file (qemu would open that host file, chosen by whoever made the image, for the guest).
  */
 export class ImageContentError extends Kvm2Error {
   declare readonly code: 'ERR_IMAGE_CONTENT';
@@ -89,7 +90,7 @@ export async function fillBaseImage(
       });
       made.push(entry.baseName);
       const base = await createVolume(conn, pool, entry, xml, budget, made);
-      const tally = { hash: createHash('sha256'), bytes: 0 };
+      const tally = { hash: createHash('sha256'), bytes: 0, head: Buffer.alloc(0) };
       await conn.upload(
         StorageVolUpload,
         { vol: base, offset: 0n, length: 0n, flags: 0 },
@@ -103,7 +104,7 @@ export async function fillBaseImage(
       );
       const sha256 = verify(src, entry, response.length, tally);
       await refreshPool(conn, pool, budget);
-      await checkContent(conn, base, entry, src, budget);
+      await checkContent(conn, base, entry, src, tally.head, budget);
       made.push(entry.markerName);
       await writeSmallVolume(conn, pool, entry.markerName, Buffer.from(sha256, 'latin1'), budget);
       const image = await describeBase(conn, base, entry, sha256, budget);
@@ -206,11 +207,16 @@ async function createVolume(
 
 async function* hashing(
   body: AsyncIterable<Uint8Array>,
-  tally: { readonly hash: Hash; bytes: number },
+  tally: { readonly hash: Hash; bytes: number; head: Buffer },
   onBytes: (bytes: number) => void,
 ): AsyncGenerator<Uint8Array, void, undefined> {
   for await (const chunk of body) {
     tally.hash.update(chunk);
+    // The image's first bytes, for what its qcow2 header says that libvirt's probe does not.
+    if (tally.head.length < FEATURES_END) {
+      const part = chunk.subarray(0, FEATURES_END - tally.head.length);
+      tally.head = Buffer.concat([tally.head, part]);
+    }
     tally.bytes += chunk.length;
     onBytes(tally.bytes);
     yield chunk;
@@ -245,12 +251,16 @@ function verify(
   return sha256;
 }
 
-/** libvirt's probe of the uploaded bytes, after the refresh, against the configured format. */
+/**
+ * libvirt's probe of the uploaded bytes, after the refresh, against the configured format; and
+ * the qcow2 header's own word (`head`, its first bytes) on an external data file.
+ */
 async function checkContent(
   conn: LibvirtConnection,
   base: NonnullStorageVol,
   entry: CacheEntry,
   src: ImageSource,
+  head: Buffer,
   signal: AbortSignal,
 ): Promise<void> {
   if (entry.image.format !== 'qcow2') return; // any bytes are a raw disk
@@ -263,6 +273,11 @@ async function checkContent(
   }
   if (parseVolumeBacking(xml) !== null) {
     throw new ImageContentError(`${prefix}: the qcow2 names a backing file; kvm2 takes none`);
+  }
+  if (qcow2ExternalData(head)) {
+    throw new ImageContentError(
+      `${prefix}: the qcow2 keeps its data in an external data file; kvm2 takes none`,
+    );
   }
 }
 

@@ -129,3 +129,19 @@ export function qcow2Backing(head: Buffer): Qcow2Backing | null {
   }
   return { path, format };
 }
+
+/** The incompatible-features bit of a version 3 header that says the data is in another file. */
+const INCOMPAT_DATA_FILE = 1n << 2n;
+/** The first bytes qcow2ExternalData reads: a version 3 header up to its feature bits. */
+export const FEATURES_END = 80;
+
+/**
+ * True when a qcow2 image's first bytes say its data lives in an external file (version 3's
+ * data_file, named in a header extension): qemu opens that file, a path on the host of the
+ * image maker's choosing, for the guest's disk. libvirt 9.0's volume XML does not show it.
+ */
+export function qcow2ExternalData(head: Buffer): boolean {
+  if (head.length < FEATURES_END || head.readUInt32BE(0) !== MAGIC) return false;
+  if (head.readUInt32BE(4) < 3) return false; // version 2 has no feature bits, nor data files
+  return (head.readBigUInt64BE(72) & INCOMPAT_DATA_FILE) !== 0n;
+}
