@@ -9,8 +9,8 @@ import { formatBytes, table } from '../terminal/format.js';
 import { printJson, type CliIo } from '../terminal/io.js';
 
 export async function run(args: ParsedArgs, io: CliIo): Promise<number> {
-  const config = await loadCliConfig(args, io);
   const hosts = args.list('host');
+  const config = await loadCliConfig(args, io);
   for (const host of hosts) configuredHost(config, host, '--host');
   const provider = new Provider(config, { logger: cliLogger(io) });
   try {

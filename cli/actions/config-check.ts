@@ -6,7 +6,7 @@ import { redactUrl } from '../../src/errors/redact-url.js';
 import { ConfigError, configWarnings, resolveConfigPath } from '../../src/provider/config/load.js';
 import type { Kvm2Config } from '../../src/provider/config/schema.js';
 import type { ParsedArgs } from '../options/args.js';
-import { loadCliConfig } from '../options/config.js';
+import { configFile, loadCliConfig } from '../options/config.js';
 import { redisEndpoint, redisTarget } from '../../queues/redis.js';
 import { EXIT } from '../terminal/errors.js';
 import { formatBytes, formatDuration, keyValues, table } from '../terminal/format.js';
@@ -46,7 +46,7 @@ function summary(config: Kvm2Config, file: string | undefined, warnings: readonl
 
 export async function run(args: ParsedArgs, io: CliIo): Promise<number> {
   const json = args.flag('json');
-  const file = resolveConfigPath({ file: args.string('config'), env: io.env });
+  const file = resolveConfigPath({ file: configFile(args), env: io.env });
   let config: Kvm2Config;
   try {
     config = await loadCliConfig(args, io);

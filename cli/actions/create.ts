@@ -4,9 +4,10 @@
 import { readFile } from 'node:fs/promises';
 import { Kvm2Client, type CreateInput } from '../../queues/client.js';
 import { redisTarget } from '../../queues/redis.js';
-import { parseInstanceId } from '../../src/provider/core/ids.js';
+import { newUid, parseInstanceId } from '../../src/provider/core/ids.js';
 import type { ParsedArgs } from '../options/args.js';
 import { configuredHost, loadCliConfig } from '../options/config.js';
+import { checkJobFlags, CREATE_FLAGS } from '../options/job-flags.js';
 import { CliError, EXIT } from '../terminal/errors.js';
 import { keyValues } from '../terminal/format.js';
 import { printJson, type CliIo } from '../terminal/io.js';
@@ -45,17 +46,10 @@ export async function run(args: ParsedArgs, io: CliIo): Promise<number> {
   const diskGiB = args.positiveInt('disk-gib');
   const json = args.flag('json');
 
-  const config = await loadCliConfig(args, io);
-  if (host !== undefined) configuredHost(config, host, '--host');
-  if (!Object.hasOwn(config.images, image)) {
-    const known = Object.keys(config.images);
-    throw new CliError(
-      `--image: image '${image}' is not in the configuration (images: ${known.length === 0 ? 'none' : known.join(', ')})`,
-    );
-  }
   const userData = await readTextOption(args, 'user-data');
   const networkConfig = await readTextOption(args, 'network-config');
   const input: CreateInput = {
+    uid: newUid(),
     ...(host === undefined ? {} : { host }),
     ...(zone === undefined ? {} : { zone }),
     name,
@@ -67,6 +61,18 @@ export async function run(args: ParsedArgs, io: CliIo): Promise<number> {
     ...(memoryMiB === undefined ? {} : { memoryMiB }),
     ...(diskGiB === undefined ? {} : { diskGiB }),
   };
+  // The job as the client will make it (generation 1 stands in for the real one), checked
+  // before the configuration is read: a value no job takes is a mistake on the command line.
+  checkJobFlags(args, 'create', { ...input, generation: 1 }, CREATE_FLAGS);
+
+  const config = await loadCliConfig(args, io);
+  if (host !== undefined) configuredHost(config, host, '--host');
+  if (!Object.hasOwn(config.images, image)) {
+    const known = Object.keys(config.images);
+    throw new CliError(
+      `--image: image '${image}' is not in the configuration (images: ${known.length === 0 ? 'none' : known.join(', ')})`,
+    );
+  }
 
   const client = Kvm2Client.fromConfig(config);
   try {

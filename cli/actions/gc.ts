@@ -5,6 +5,7 @@ import { parseDuration } from '../../src/provider/config/values.js';
 import type { ParsedArgs } from '../options/args.js';
 import { loadCliConfig } from '../options/config.js';
 import { DEFAULT_GRACE_MS } from '../options/defaults.js';
+import { checkJobFlags, GC_FLAGS } from '../options/job-flags.js';
 import { EXIT } from '../terminal/errors.js';
 import { formatDuration, keyValues } from '../terminal/format.js';
 import { printJson, type CliIo } from '../terminal/io.js';
@@ -20,6 +21,10 @@ function graceMs(args: ParsedArgs): number {
       `option --grace must be a duration like 30s, 10m, 2h or 1d, got '${text}'`,
     );
   }
+  // The job carries whole milliseconds; past 2^53 they are no longer whole numbers.
+  if (!Number.isSafeInteger(Math.round(ms))) {
+    throw args.usageError(`option --grace is too long, got '${text}'`);
+  }
   return Math.round(ms);
 }
 
@@ -30,6 +35,7 @@ export async function run(args: ParsedArgs, io: CliIo): Promise<number> {
   const keep = args.list('keep').map((id) => args.instanceId(id, '--keep'));
   const grace = graceMs(args);
   const json = args.flag('json');
+  checkJobFlags(args, 'gc', { tag, keep, graceMs: grace }, GC_FLAGS);
   const config = await loadCliConfig(args, io);
   const client = Kvm2Client.fromConfig(config);
   try {

@@ -9,8 +9,8 @@ import { EXIT } from '../terminal/errors.js';
 import type { CliIo } from '../terminal/io.js';
 
 export async function run(args: ParsedArgs, io: CliIo): Promise<number> {
-  const config = await loadCliConfig(args, io);
   const hosts = args.list('hosts');
+  const config = await loadCliConfig(args, io);
   for (const host of hosts) configuredHost(config, host, '--hosts');
   const logger = createLogger({ name: 'kvm2-worker' });
   await runWorker(config, { hosts: hosts.length === 0 ? undefined : hosts, logger });

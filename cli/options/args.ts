@@ -164,15 +164,26 @@ export class ParsedArgs {
     return this.values[name] === true;
   }
 
-  /** A repeatable option's values; commas also separate values (`--host a,b`). */
+  /**
+   * A repeatable option's values; commas also separate values (`--host a,b`). A value that
+   * names nothing (`--hosts ""`, `--hosts ,`) is a mistake: read as no option at all, it would
+   * widen the command to every host.
+   */
   list(name: string): string[] {
     const value = this.values[name];
     const raw = Array.isArray(value) ? value : value === undefined ? [] : [value];
     return raw
       .filter((v): v is string => typeof v === 'string')
-      .flatMap((v) => v.split(','))
-      .map((v) => v.trim())
-      .filter((v) => v !== '');
+      .flatMap((v) => {
+        const items = v
+          .split(',')
+          .map((item) => item.trim())
+          .filter((item) => item !== '');
+        if (items.length === 0) {
+          throw this.usageError(`option ${flagName(name)} needs at least one value, got '${v}'`);
+        }
+        return items;
+      });
   }
 
   /** A whole number of at least 1. */

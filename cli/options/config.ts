@@ -8,8 +8,18 @@ import type { ParsedArgs } from './args.js';
 import { CliError } from '../terminal/errors.js';
 import type { CliIo } from '../terminal/io.js';
 
+/**
+ * The file --config names. An empty value (`--config=`, `--config "$UNSET"`) is a mistake:
+ * loadConfig would read it as no --config at all and fall back to KVM2_CONFIG or the default.
+ */
+export function configFile(args: ParsedArgs): string | undefined {
+  const file = args.string('config');
+  if (file === '') throw args.usageError('option --config needs a file name, got an empty value');
+  return file;
+}
+
 export function loadCliConfig(args: ParsedArgs, io: CliIo): Promise<Kvm2Config> {
-  return loadConfig({ file: args.string('config'), env: io.env });
+  return loadConfig({ file: configFile(args), env: io.env });
 }
 
 /**

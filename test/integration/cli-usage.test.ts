@@ -3,7 +3,7 @@
 // (a child from the test build), and the variants through the same entry, runCli, in-process.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../cli/commands/index.js';
-import { cliRig, inProcess, kvm2 } from '../harness/cli-rig.js';
+import { cliRig, inProcess, kvm2, type Run } from '../harness/cli-rig.js';
 
 const rig = cliRig();
 const { writeJson } = rig;
@@ -108,4 +108,87 @@ describe('config check', () => {
     expect(invalid.stderr).toContain('kvm2.hosts[0].uri: ');
     expect(invalid.stderr).toContain('kvm2.images.x.url: ');
   }, 60_000);
+});
+
+/** A usage mistake as the operator sees it: status 2, nothing on stdout, the message first. */
+function expectUsage(run: Run, message: string, what: string): void {
+  expect(run.code, what).toBe(2);
+  expect(run.stdout, what).toBe('');
+  expect(run.stderr.split('\n')[0], what).toContain(`kvm2: ${message}`);
+  expect(run.stderr, what).toMatch(/\nRun 'kvm2 [a-z ]*--help' for details\.\n$/);
+}
+
+describe('values that name nothing, or that no job takes', () => {
+  it('refuses an empty --config instead of falling back to the embedded default', async () => {
+    // KVM2_CONFIG names a good file: an empty --config must not mean "no --config" either.
+    const env = { KVM2_CONFIG: goodConfig };
+    const binary = await kvm2(['config', 'check', '--config='], env);
+    expectUsage(binary, 'option --config', 'binary --config=');
+    expect(binary.stderr).not.toContain('embedded default');
+    for (const args of [
+      ['config', 'check', '--config', ''],
+      ['config', 'check', '--json', '--config='],
+      ['list', '--tag', 't', '--config='],
+    ]) {
+      expectUsage(await inProcess(args, env), 'option --config', args.join(' '));
+    }
+  });
+
+  it('refuses an empty list rather than widen it to every host', async () => {
+    // Read as no option, `--hosts ""` would serve every host: a worker would start (the
+    // binary's, never one in this process).
+    const workers = await Promise.all([
+      kvm2(['worker', '--config', goodConfig, '--hosts', '']),
+      kvm2(['worker', '--config', goodConfig, '--hosts', ',']),
+    ]);
+    for (const run of workers) expectUsage(run, 'option --hosts', 'worker --hosts');
+    const cases: [string[], string][] = [
+      [['check', '--config', goodConfig, '--host='], 'option --host'],
+      [['check', '--config', goodConfig, '--host', ' , '], 'option --host'],
+      [['check', '--config', goodConfig, '--host', 'h1', '--host', ''], 'option --host'],
+      [['gc', '--config', goodConfig, '--tag', 't', '--keep='], 'option --keep'],
+    ];
+    for (const [args, message] of cases) {
+      expectUsage(await inProcess(args), message, args.join(' '));
+    }
+  }, 60_000);
+
+  it('names the flag, not the job field, when a value is one no job takes', async () => {
+    const create = ['create', '--config', goodConfig];
+    const binary = await kvm2([...create, '--host', 'h1', '--name', 'Bad_Name', '--image', 'tiny']);
+    expect(binary).toMatchObject({ code: 2, stdout: '' });
+    expect(binary.stderr).toBe(
+      'kvm2: option --name must be a DNS label: a-z, 0-9 and dashes, 1 to 63, no dash at the ends\n' +
+        'usage: kvm2 create (--host H | --zone Z) --name N --image I [options]\n' +
+        "Run 'kvm2 create --help' for details.\n",
+    );
+    const cases: [string[], string][] = [
+      [[...create, '--zone', 'Rack_A', '--name', 'a', '--image', 'tiny'], 'option --zone must'],
+      [
+        [...create, '--host', 'h1', '--name', 'a', '--image', 'tiny', '--vcpus', '300'],
+        'option --vcpus must be at most 256',
+      ],
+      [
+        [...create, '--host', 'h1', '--name', 'a', '--image', 'tiny', '--disk-gib', '5000'],
+        'option --disk-gib must be at most 4 TiB',
+      ],
+      [
+        [...create, '--host', 'h1', '--name', 'a', '--image', 'tiny', '--tag', 'ci\u0007'],
+        'option --tag must not contain control characters',
+      ],
+      [
+        ['gc', '--config', goodConfig, '--tag', 'ci', '--grace', '99999999999999d'],
+        'option --grace',
+      ],
+      [
+        ['gc', '--config', goodConfig, '--tag', 't'.repeat(254)],
+        'option --tag must be at most 253 characters',
+      ],
+    ];
+    for (const [args, message] of cases) {
+      const run = await inProcess(args);
+      expectUsage(run, message, args.join(' ').slice(0, 120));
+      expect(run.stderr).not.toContain('job.');
+    }
+  });
 });
