@@ -143,8 +143,9 @@ function esc(value: string | number | undefined): string {
   return String(value ?? '').replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
 }
 
-function ago(iso: string, now: number): string {
-  const s = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+/** How long before `now` a moment (epoch ms) was; NaN, from a malformed entry, is unknown. */
+function ago(at: number, now: number): string {
+  const s = Math.max(0, Math.round((now - at) / 1000));
   if (!Number.isFinite(s)) return 'at an unknown time';
   if (s < 120) return `${s} s ago`;
   if (s < 7200) return `${Math.round(s / 60)} min ago`;
@@ -173,7 +174,8 @@ function hostState(
 function healthSection(host: FleetHost, now: number): string {
   const report = host.health;
   if (report === undefined) return '<p class="muted">No health report yet.</p>';
-  const d = report.details;
+  // The hash may hold a report written by something else (readHealth checks only its host).
+  const d: Partial<HealthReport['details']> = report.details ?? {};
   const facts = [
     d.hostname === undefined ? '' : `hostname ${esc(d.hostname)}`,
     d.libvirtVersion === undefined ? '' : `libvirt ${esc(d.libvirtVersion)}`,
@@ -182,7 +184,7 @@ function healthSection(host: FleetHost, now: number): string {
   ].filter((f) => f !== '');
   return [
     `<p class="reason"><span class="code">${esc(report.reason)}</span> ${esc(report.message)}</p>`,
-    `<p class="muted">checked <time datetime="${esc(report.checkedAt)}">${esc(ago(report.checkedAt, now))}</time>` +
+    `<p class="muted">checked <time datetime="${esc(report.checkedAt)}">${esc(ago(Date.parse(report.checkedAt), now))}</time>` +
       ` in ${esc(report.durationMs)} ms${facts.length > 0 ? ` · ${facts.join(' · ')}` : ''}</p>`,
   ].join('');
 }
@@ -242,7 +244,7 @@ function resultsSection(host: FleetHost, now: number): string {
   if (host.results.length === 0) return `${head}<p class="muted">none in the stream</p>`;
   const rows = host.results.map(
     (r) =>
-      `<tr class="result ${esc(r.outcome)}"><td>${esc(ago(new Date(r.timestamp).toISOString(), now))}</td>` +
+      `<tr class="result ${esc(r.outcome)}"><td>${esc(ago(r.timestamp, now))}</td>` +
       `<td>${esc(r.op)}</td><td>${esc(r.instanceId?.split('/')[1])}</td>` +
       `<td class="outcome">${esc(r.outcome)}</td><td class="code">${esc(r.errorCode)}</td></tr>`,
   );

@@ -3,8 +3,9 @@
 // the board reads the health hash, the queues, the results stream and h1's libvirt. Shown: both
 // hosts with their states, h2 marked unhealthy with its reason, h1's pool space and its running
 // instance, the queues' counts and the last results; an instance made after the page loaded
-// appears without a reload; the page is behind the board's authentication and Host check and
-// never carries user-data. The test writes a screenshot for review (.cache/fleet-page.png).
+// appears without a reload; a malformed entry in Redis shows as unknown, not as an error page;
+// the page is behind the board's authentication and Host check and never carries user-data.
+// The test writes a screenshot for review (.cache/fleet-page.png).
 import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { request } from 'node:http';
@@ -13,7 +14,9 @@ import pino from 'pino';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Kvm2Client } from '../../queues/client.js';
-import { readHealth } from '../../queues/health.js';
+import { readHealth, writeHealth } from '../../queues/health.js';
+import { healthKey, resultsKey } from '../../queues/names.js';
+import { appendResult } from '../../queues/results.js';
 import { startBoard, type BoardServer } from '../../board/server.js';
 import { ROOT } from '../harness/build.js';
 import { waitUntil } from '../harness/fault-kit.js';
@@ -76,12 +79,12 @@ afterAll(async () => {
   await fleet?.cleanup();
 }, 120_000);
 
-async function openFleet(): Promise<Page> {
+async function openFleet(url = board?.url): Promise<Page> {
   const context = await (browser as Browser).newContext({
     httpCredentials: { username: USERNAME, password: PASSWORD },
   });
   const page = await context.newPage();
-  const response = await page.goto(new URL('fleet', board?.url).toString());
+  const response = await page.goto(new URL('fleet', url).toString());
   expect(response?.status()).toBe(200);
   return page;
 }
@@ -158,6 +161,80 @@ describe('the fleet page', () => {
     process.stdout.write(`[board-fleet] screenshot: ${SCREENSHOT}\n`);
     await page.context().close();
   }, 240_000);
+
+  it('shows a malformed result or health report as unknown, and the rest as usual', async () => {
+    // A prefix of its own, which no worker writes: the entries stay as the test made them.
+    const prefix = `${fleet.scope.prefix}-malformed`;
+    const redis = fleet.scope.redis;
+    await writeHealth(redis, prefix, {
+      host: 'h1',
+      status: 'healthy',
+      reason: 'ok',
+      message: 'libvirt answered',
+      checkedAt: new Date().toISOString(),
+      durationMs: 5,
+      details: { poolCapacityBytes: 16 * 2 ** 30, poolAvailableBytes: 8 * 2 ** 30 },
+    });
+    // Written by something else: no details.
+    await redis.hset(
+      healthKey(prefix),
+      'h2',
+      JSON.stringify({
+        host: 'h2',
+        status: 'unhealthy',
+        reason: 'unreachable',
+        message: 'ssh: connection refused',
+        checkedAt: new Date().toISOString(),
+        durationMs: 7,
+      }),
+    );
+    await appendResult(redis, prefix, {
+      jobId: 'malformed-good',
+      op: 'create',
+      outcome: 'succeeded',
+      attempt: 1,
+      timestamp: Date.now(),
+      instanceId: 'h1/good',
+    });
+    // A timestamp that is not a number, newer than the good result.
+    await redis.xadd(
+      resultsKey(prefix),
+      '*',
+      ...['jobId', 'malformed-bad', 'op', 'delete', 'outcome', 'failed', 'attempt', '1'],
+      ...['timestamp', 'x', 'instanceId', 'h1/bad'],
+    );
+    const other = await startBoard(
+      fleet.config({ ...overrides, redis: { url: fleet.scope.url, prefix } }),
+      {
+        logger: pino({ level: 'silent' }),
+        listen: { host: '127.0.0.1', port: 0 },
+      },
+    );
+    try {
+      const page = await openFleet(other.url);
+      const h1 = page.locator('section.host[data-host="h1"]');
+      const h2 = page.locator('section.host[data-host="h2"]');
+      expect(await h1.getAttribute('data-state')).toBe('healthy');
+      expect(await h1.locator('.pool').textContent()).toBe('pool: 8.0 GiB free of 16.0 GiB (50%)');
+      const rows = h1.locator('tr.result');
+      expect(await rows.count()).toBe(2);
+      expect(await rows.nth(0).locator('td').first().textContent()).toBe('at an unknown time');
+      expect(await rows.nth(0).locator('.outcome').textContent()).toBe('failed');
+      expect(await rows.nth(1).locator('td').first().textContent()).toMatch(/^\d+ s ago$/);
+      expect(await rows.nth(1).locator('.outcome').textContent()).toBe('succeeded');
+      expect(await h2.getAttribute('data-state')).toBe('unhealthy');
+      expect(await h2.locator('.reason .code').textContent()).toBe('unreachable');
+      expect(await h2.locator('.pool').textContent()).toBe('pool: unknown');
+      await page.context().close();
+      const auth = `Basic ${Buffer.from(`${USERNAME}:${PASSWORD}`).toString('base64')}`;
+      const fragment = await fetch(new URL('fleet/hosts', other.url), {
+        headers: { authorization: auth },
+      });
+      expect(fragment.status).toBe(200);
+    } finally {
+      await other.close();
+    }
+  }, 60_000);
 
   it("is behind the board's authentication and Host check", async () => {
     const url = new URL('fleet', board?.url).toString();

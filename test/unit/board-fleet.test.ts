@@ -86,4 +86,43 @@ describe('the fleet page HTML', () => {
     expect(html).toContain('class="count failed alert"');
     expect(renderPage(html)).toContain('<script src="/fleet/fleet.js" defer></script>');
   });
+
+  it('renders a malformed entry from Redis as unknown: no details, a timestamp not a number', () => {
+    const base = host().health as NonNullable<FleetHost['health']>;
+    const { details: _details, ...withoutDetails } = base;
+    const html = renderHosts(
+      [
+        host({
+          health: withoutDetails as NonNullable<FleetHost['health']>,
+          results: [
+            {
+              streamId: '1-0',
+              jobId: 'j1',
+              op: 'create',
+              outcome: 'failed',
+              attempt: 1,
+              timestamp: NaN,
+              instanceId: 'h1/a',
+            },
+            {
+              streamId: '2-0',
+              jobId: 'j2',
+              op: 'create',
+              outcome: 'succeeded',
+              attempt: 1,
+              timestamp: NOW - 3_000,
+              instanceId: 'h1/b',
+            },
+          ],
+        }),
+        host({ host: 'h2' }),
+      ],
+      NOW,
+      EVERY,
+    );
+    expect(html).toContain('<p class="pool muted">pool: unknown</p>');
+    expect(html).toContain('<td>at an unknown time</td>');
+    expect(html).toContain('<td>3 s ago</td>');
+    expect(html).toContain('data-host="h2"');
+  });
 });
