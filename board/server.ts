@@ -37,6 +37,11 @@ export interface BoardOptions {
   readonly logger?: Logger;
   /** Overrides config.board.listen (tests use port 0). */
   readonly listen?: { host: string; port: number };
+  /**
+   * Called with the URL once the server listens, before the board logs it: `kvm2 board` prints
+   * it as the first line of standard output (docs/cli.md), where the log goes too.
+   */
+  readonly onListening?: (url: string) => void;
 }
 
 export interface BoardServer {
@@ -156,6 +161,7 @@ export async function startBoard(
     throw err;
   }
   const url = serverUrl(server);
+  options.onListening?.(url);
   logger.info(
     { url, queues: names, readOnly: config.board.readOnly, auth: config.board.auth !== undefined },
     'board: listening',

@@ -10,8 +10,8 @@ import { onStopSignal } from '../terminal/signals.js';
 export async function run(args: ParsedArgs, io: CliIo): Promise<number> {
   const config = await loadCliConfig(args, io);
   const logger = createLogger({ name: 'kvm2-board' });
-  const board = await startBoard(config, { logger });
-  io.out(board.url);
+  // Printed before the board logs anything: the log's writes are asynchronous, this one is not.
+  const board = await startBoard(config, { logger, onListening: (url) => io.out(url) });
   let signals = 0;
   let stop: () => void = () => undefined;
   const stopped = new Promise<void>((resolve) => (stop = resolve));

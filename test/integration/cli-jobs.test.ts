@@ -1,7 +1,9 @@
-// The kvm2 CLI's create, delete, gc, results and events against the real Redis (a fresh key prefix):
-// what a person or a script sees (exit status, standard output, standard error) and what landed
-// in Redis. Children from the test build, independent ones at once; variants in-process.
+// The kvm2 CLI's create, delete, gc, results, events and board against the real Redis (a fresh
+// key prefix): what a person or a script sees (exit status, standard output, standard error)
+// and what landed in Redis. Children from the test build, independent ones at once; variants
+// in-process.
 import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publishInstanceChange } from '../../queues/events.js';
@@ -260,6 +262,36 @@ describe('events', () => {
       await publish('cli-ev-follow', 'running', 'started');
       await waitUntil(() => out.includes('h1/cli-ev-follow'), 20_000, 'the followed event');
       child.kill('SIGINT');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 60_000);
+});
+
+describe('board', () => {
+  it('prints its URL as the first line of standard output, before any log line', async () => {
+    const config = JSON.parse(await readFile(goodConfig, 'utf8')) as Record<string, unknown>;
+    const file = await rig.writeJson('board.json', {
+      ...config,
+      board: { listen: '127.0.0.1:0' },
+    });
+    const child = spawn(process.execPath, [built('cli/main.ts'), 'board', '--config', file], {
+      cwd: ROOT,
+      env: { ...process.env, LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      // The log line says "listening": the URL must be out by then.
+      await waitUntil(() => out.includes('board: listening'), 20_000, 'the listening log line');
+      const [first = '', ...rest] = out.split('\n');
+      expect(first).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+      expect(rest.some((line) => line.includes('"msg":"board: listening"'))).toBe(true);
+      expect((await fetch(first)).status).toBe(200);
+      child.kill('SIGTERM');
       expect(await exited).toBe(0);
     } finally {
       child.kill('SIGKILL');
