@@ -40,6 +40,35 @@ function show(label: string, ms: number): void {
   process.stdout.write(`[instance-events] ${label}: ${ms} ms\n`);
 }
 
+/**
+ * Defines `domain` with `metadata` inside its <metadata>, starts and stops it, and expects the
+ * watching worker to publish nothing for it, to report it as not watched, and not to take it
+ * for a failed read (which would schedule resync after resync).
+ */
+async function expectLeftAlone(domain: string, metadata: string): Promise<void> {
+  const holder = workers.find(watching);
+  const file = path.join(fleet.dir, `${domain}.xml`);
+  await writeFile(
+    file,
+    uefiDomainXml(domain).replace('</domain>', `  <metadata>${metadata}</metadata>\n</domain>`),
+  );
+  await virsh(['define', file]);
+  try {
+    await virsh(['start', domain]);
+    await virsh(['destroy', domain]);
+    await sleep(WITHIN_MS);
+    const all = await allEvents(fleet.scope.redis, fleet.scope.prefix);
+    expect(all.filter((e) => e.instanceId.endsWith(`/${domain}`))).toEqual([]);
+    const reports = holder?.logs.filter(
+      (l) => String(l['during']).includes(domain) && String(l['during']).includes('not watched'),
+    );
+    expect(reports?.length).toBeGreaterThan(0);
+    expect(holder?.logs.some((l) => l['during'] === `domain '${domain}'`)).toBe(false);
+  } finally {
+    await removeEventDomain(domain);
+  }
+}
+
 beforeAll(async () => {
   fleet = await startQueueFleet('ev');
   const configPath = fleet.writeConfig({ events: { leaseTtl: `${LEASE_TTL_MS}ms` } });
@@ -169,64 +198,21 @@ describe('instance events', () => {
   }, 30_000);
 
   it('a domain whose kvm2 metadata cannot be read: reported, left alone, no event, no resync loop', async () => {
-    const broken = uniqueName('kvm2-badmeta');
-    const holder = workers.find(watching);
-    const file = path.join(fleet.dir, `${broken}.xml`);
     // kvm2's element without a uid: the metadata reader refuses it (ERR_XML_METADATA_MALFORMED).
-    await writeFile(
-      file,
-      uefiDomainXml(broken).replace(
-        '</domain>',
-        `  <metadata><kvm2:instance xmlns:kvm2='${KVM2_XMLNS}'/></metadata>\n</domain>`,
-      ),
+    await expectLeftAlone(
+      uniqueName('kvm2-badmeta'),
+      `<kvm2:instance xmlns:kvm2='${KVM2_XMLNS}'/>`,
     );
-    await virsh(['define', file]);
-    try {
-      await virsh(['start', broken]);
-      await virsh(['destroy', broken]);
-      await sleep(WITHIN_MS);
-      const all = await allEvents(fleet.scope.redis, fleet.scope.prefix);
-      expect(all.filter((e) => e.instanceId.endsWith(`/${broken}`))).toEqual([]);
-      const reports = holder?.logs.filter(
-        (l) => String(l['during']).includes(broken) && String(l['during']).includes('not watched'),
-      );
-      expect(reports?.length).toBeGreaterThan(0);
-      // Left alone, not a failed read (which would schedule resync after resync).
-      expect(holder?.logs.some((l) => l['during'] === `domain '${broken}'`)).toBe(false);
-    } finally {
-      await removeEventDomain(broken);
-    }
   }, 30_000);
 
   it('a kvm2 domain whose name is not a DNS label: reported, left alone, no event, no resync loop', async () => {
     // What `virsh domrename web web.old` leaves: kvm2's metadata on a name that makes no
     // instance id.
     const odd = `${uniqueName('kvm2-oddname')}.old`;
-    const holder = workers.find(watching);
-    const file = path.join(fleet.dir, `${odd}.xml`);
-    await writeFile(
-      file,
-      uefiDomainXml(odd).replace(
-        '</domain>',
-        `  <metadata><kvm2:instance xmlns:kvm2='${KVM2_XMLNS}' uid='u-${odd}' createdAt='2026-01-01T00:00:00.000Z' tag='ev' image='demo'/></metadata>\n</domain>`,
-      ),
+    await expectLeftAlone(
+      odd,
+      `<kvm2:instance xmlns:kvm2='${KVM2_XMLNS}' uid='u-${odd}' createdAt='2026-01-01T00:00:00.000Z' tag='ev' image='demo'/>`,
     );
-    await virsh(['define', file]);
-    try {
-      await virsh(['start', odd]);
-      await virsh(['destroy', odd]);
-      await sleep(WITHIN_MS);
-      const all = await allEvents(fleet.scope.redis, fleet.scope.prefix);
-      expect(all.filter((e) => e.instanceId.endsWith(`/${odd}`))).toEqual([]);
-      const reports = holder?.logs.filter(
-        (l) => String(l['during']).includes(odd) && String(l['during']).includes('not watched'),
-      );
-      expect(reports?.length).toBeGreaterThan(0);
-      // Left alone, not a failed read (which would schedule resync after resync).
-      expect(holder?.logs.some((l) => l['during'] === `domain '${odd}'`)).toBe(false);
-    } finally {
-      await removeEventDomain(odd);
-    }
   }, 30_000);
 
   it('a kvm2 domain renamed with virsh: its old name is gone, its new one appears', async () => {
