@@ -119,6 +119,15 @@ it('an upload whose source throws closes the link and rejects with the source er
   expect(client.isDown).toBe(true);
 });
 
+/** The daemon's STREAM packets (type 3) of `call`'s stream: status 2 is CONTINUE. */
+function streamFrom(theirs: Duplex, call: PacketHeader): (status: number, payload: Buffer) => void {
+  return (status, payload) => {
+    theirs.write(
+      Buffer.concat([encodePrefix({ ...call, type: 3, status }, payload.length), payload]),
+    );
+  };
+}
+
 it('a download whose consumer lags pauses the link without keepalive taking it for dead', async () => {
   const [ours, theirs] = duplexPair();
   const daemon = fakeDaemon(theirs);
@@ -130,11 +139,7 @@ it('a download whose consumer lags pauses the link without keepalive taking it f
   await new Promise((r) => setImmediate(r));
   const call = daemon.calls[0]!;
   daemon.reply(call, Buffer.alloc(0));
-  const stream = (status: number, payload: Buffer): void => {
-    theirs.write(
-      Buffer.concat([encodePrefix({ ...call, type: 3, status }, payload.length), payload]),
-    );
-  };
+  const stream = streamFrom(theirs, call);
   const mib = Buffer.alloc(1 << 20, 7);
   for (let i = 0; i < 6; i++) stream(2, mib); // 6 MiB: past the 4 MiB high-water mark
   stream(2, Buffer.alloc(0)); // end of data
@@ -183,11 +188,7 @@ it('a download that asked for a length fails with a protocol error, and the link
   await new Promise((r) => setImmediate(r));
   const call = daemon.calls[0]!;
   daemon.reply(call, Buffer.alloc(0));
-  const stream = (status: number, payload: Buffer): void => {
-    theirs.write(
-      Buffer.concat([encodePrefix({ ...call, type: 3, status }, payload.length), payload]),
-    );
-  };
+  const stream = streamFrom(theirs, call);
   // A broken daemon: the 4 KiB asked for, then 16 MiB more, then the end of data; it confirms
   // our finish, should one come.
   stream(2, Buffer.alloc(4096, 1));
