@@ -90,6 +90,23 @@ describe('a fill', () => {
     });
     const upload = byName('kvm2.StorageVolUpload')[0];
     expect(upload?.parentSpanContext?.spanId).toBe(download?.spanContext().spanId);
+
+    // The marker is the fill's last act (docs/image-cache.md, step 8): every other call of the
+    // fill, the base's path and size included, is made (and awaited) before the marker's volume
+    // is, so nothing that fails after it can have the fill remove a base it vouched for.
+    const ns = ([sec, nsec]: readonly [number, number]): bigint =>
+      BigInt(sec) * 10n ** 9n + BigInt(nsec);
+    const calls = spans
+      .filter((c) => c.parentSpanContext?.spanId === download?.spanContext().spanId)
+      .sort((a, b) => Number(ns(a.startTime) - ns(b.startTime)));
+    const marker = calls.filter((c) => c.name === 'kvm2.StorageVolCreateXML').at(-1);
+    expect(marker).toBeDefined();
+    const later = calls.filter((c) => ns(c.startTime) > ns(marker!.startTime));
+    // Its upload, and the fill's own link closed once it is done.
+    expect(later.map((c) => c.name)).toEqual(['kvm2.StorageVolUpload', 'kvm2.ConnectClose']);
+    expect(calls.map((c) => c.name)).toEqual(
+      expect.arrayContaining(['kvm2.StorageVolGetPath', 'kvm2.StorageVolGetInfo']),
+    );
   });
 
   it('serves as the backing store of an overlay made with buildVolumeXml', async () => {

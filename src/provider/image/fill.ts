@@ -104,10 +104,16 @@ export async function fillBaseImage(
       );
       const sha256 = verify(src, entry, response.length, tally);
       await refreshPool(conn, pool, budget);
-      await checkContent(conn, base, entry, src, tally.head, budget);
+      // The base's path and size are read with the check, before the marker (sent together:
+      // after the marker's upload they would wait out the pool refresh libvirt makes for it).
+      const [, image] = await Promise.all([
+        checkContent(conn, base, entry, src, tally.head, budget),
+        describeBase(conn, base, entry, sha256, budget),
+      ]);
+      // The marker last: once it is there any process may use the base (a cache hit takes no
+      // lock), so nothing after it may fail and have this fill remove what it vouched for.
       made.push(entry.markerName);
       await writeSmallVolume(conn, pool, entry.markerName, Buffer.from(sha256, 'latin1'), budget);
-      const image = await describeBase(conn, base, entry, sha256, budget);
       done = true;
       const ms = Math.round(performance.now() - started);
       span.setAttributes({ 'kvm2.image.bytes': tally.bytes, 'kvm2.image.sha256': sha256 });
