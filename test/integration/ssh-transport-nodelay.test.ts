@@ -145,10 +145,15 @@ describe('sshd turns Nagle off for a kvm2 link', () => {
     // OpenSSH writes DEBUG lines after a publickey login that ask for no answer; with Nagle
     // still on, its next write (the channels' confirmations) waits for our ACK, which Linux
     // delays ~40 ms when we send nothing. The same dial without the answers shows it.
-    const before = await heldDials(async () => {
-      const bare = await bareForward(sshd, true);
-      return () => bare.close();
-    });
+    // The delay shows in some of those dials, not in all (Linux acknowledges at once while it
+    // deems a connection interactive): up to four batches, until one shows it.
+    let before: number[] = [];
+    for (let batch = 0; batch < 4 && before.length === 0; batch++) {
+      before = await heldDials(async () => {
+        const bare = await bareForward(sshd, true);
+        return () => bare.close();
+      });
+    }
     expect(before.length).toBeGreaterThan(0);
     const now = await heldDials(async () => {
       const link = await dialSsh(parseLibvirtUri(sshd.uri('/system')), { timeoutMs: 5_000 });
