@@ -7,7 +7,10 @@ import type { LibvirtConnection } from '../../src/libvirt/connection.js';
 import { LibvirtError } from '../../src/libvirt/errors.js';
 import type { DomainInterface, NonnullDomain } from '../../src/libvirt/protocol.gen.js';
 import { macForUid } from '../../src/provider/core/ids.js';
-import { readAddress } from '../../src/provider/core/instance.js';
+import { readAddress, readLiveState } from '../../src/provider/core/instance.js';
+import { observeDomain } from '../../src/provider/operations/observe.js';
+import { isNoDomain } from '../../src/provider/core/not-found.js';
+import { buildMetadata } from '../../src/provider/xml/metadata.js';
 
 const UID = '0b7e6f7c-3c1a-4d2e-9f00-5a6b7c8d9e0f';
 const MAC = macForUid(UID);
@@ -66,6 +69,7 @@ describe('the address of a guest', () => {
     '10.0.0',
     '0.0.0.0',
     '127.0.0.1',
+    '169.254.10.20',
     '224.0.0.1',
     '255.255.255.255',
     'fe80::1',
@@ -82,6 +86,87 @@ describe('the address of a guest', () => {
       0: [iface(MAC, [IPV4, '192.168.122.40'])],
     });
     expect(await readAddress(conn, DOM, MAC, {})).toBe('192.168.122.40');
+  });
+
+  it("passes over a guest's link-local address to the next one, or the next source", async () => {
+    const conn = connection({
+      1: [iface(MAC, [IPV4, '169.254.7.7'])],
+      0: [iface(MAC, [IPV4, '192.168.122.41'])],
+    });
+    expect(await readAddress(conn, DOM, MAC, {})).toBe('192.168.122.41');
+    const both = connection({ 1: [iface(MAC, [IPV4, '169.254.7.7'], [IPV4, '10.0.0.8'])] });
+    expect(await readAddress(both, DOM, MAC, {})).toBe('10.0.0.8');
+  });
+});
+
+// A domain's state and address are separate reads: a delete or a shutdown can land between them
+// (a race no daemon shows on cue), and a panicked guest can stay RUNNING with an ARP entry.
+describe('the live state of a domain', () => {
+  const NO_DOMAIN = new LibvirtError('Domain not found', 42, 10, 2, 'DomainInterfaceAddresses');
+  const NOT_RUNNING = new LibvirtError(
+    'domain is not running',
+    55,
+    10,
+    2,
+    'DomainInterfaceAddresses',
+  );
+
+  /** DomainGetState answers `states` in turn; the address sources answer `addresses`. */
+  function scripted(states: [number, number][], addresses: () => Promise<unknown>) {
+    const calls: string[] = [];
+    const conn = {
+      call: (proc: { name: string }) => {
+        calls.push(proc.name);
+        if (proc.name === 'DomainGetState') {
+          const [state, reason] = states.shift() ?? [5, 2];
+          return Promise.resolve({ state, reason });
+        }
+        if (proc.name === 'DomainGetMetadata') {
+          return Promise.resolve({
+            metadata: buildMetadata({
+              uid: UID,
+              createdAt: '2026-12-07T00:00:00.000Z',
+              tag: 't',
+              image: 'img',
+            }),
+          });
+        }
+        return addresses();
+      },
+    } as unknown as LibvirtConnection;
+    return { conn, calls };
+  }
+
+  it('is crashed for a RUNNING domain that panicked, whatever address ARP remembers', async () => {
+    const { conn, calls } = scripted([[1, 9]], () =>
+      Promise.resolve({ ifaces: [iface(MAC, [IPV4, '192.168.122.5'])] }),
+    );
+    const live = await readLiveState(conn, DOM, UID, {});
+    expect(live.state).toBe('crashed');
+    expect(live.address).toBeUndefined();
+    expect(calls).toEqual(['DomainGetState']);
+  });
+
+  it('is no-domain, not provisioning, when the domain vanished after its state was read', async () => {
+    const { conn } = scripted([[1, 1]], () => Promise.reject(NO_DOMAIN));
+    const err = await readLiveState(conn, DOM, UID, {}).catch((e: unknown) => e);
+    expect(isNoDomain(err)).toBe(true);
+    expect(
+      await observeDomain(scripted([[1, 1]], () => Promise.reject(NO_DOMAIN)).conn, 'h', DOM),
+    ).toBe('gone');
+  });
+
+  it('is the state it stopped in when it stopped after its state was read', async () => {
+    const { conn, calls } = scripted(
+      [
+        [1, 1],
+        [5, 2],
+      ],
+      () => Promise.reject(NOT_RUNNING),
+    );
+    const live = await readLiveState(conn, DOM, UID, {});
+    expect(live).toEqual({ domainState: 5, reason: 2, state: 'stopped' });
+    expect(calls.filter((c) => c === 'DomainGetState')).toHaveLength(2);
   });
 });
 

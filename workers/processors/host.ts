@@ -195,7 +195,7 @@ function reportInstance(
 ): Step {
   return succeeded({
     ...base,
-    state: instance.address === undefined ? instance.state : 'running',
+    state: instance.state,
     ...(instance.address === undefined ? {} : { address: instance.address }),
   });
 }

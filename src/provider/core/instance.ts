@@ -13,7 +13,8 @@ import {
 } from '../../libvirt/protocol.gen.js';
 import { Kvm2Error } from '../../errors/error.js';
 import { formatInstanceId, macForUid } from './ids.js';
-import { DomainState, mapDomainState, type InstanceState } from './state.js';
+import { isNoDomain } from './not-found.js';
+import { mapDomainState, type InstanceState } from './state.js';
 import { KVM2_XMLNS } from '../xml/metadata.js';
 import { parseMetadata } from '../xml/metadata.js';
 import type { InstanceMetadata } from '../xml/types.js';
@@ -87,13 +88,20 @@ export async function requireOwned(
 
 /**
  * An address worth publishing: an IPv4 literal a guest can be reached at (not unspecified,
- * loopback, multicast or broadcast). The agent's answer is the guest's word, and a guest can
- * say anything; ARP and leases are the host's view, checked the same way.
+ * loopback, link-local, multicast or broadcast). The agent's answer is the guest's word, and a
+ * guest can say anything; ARP and leases are the host's view, checked the same way. A
+ * link-local 169.254.x.y is what a guest gives itself when DHCP failed: reachable from nowhere
+ * off its link, so the instance is still provisioning.
  */
 function usableIpv4(addr: string): boolean {
   if (!isIPv4(addr)) return false;
-  const first = Number(addr.split('.')[0]);
-  return first !== 0 && first !== 127 && first < 224;
+  const [first = 0, second = 0] = addr.split('.').map(Number);
+  return first !== 0 && first !== 127 && !(first === 169 && second === 254) && first < 224;
+}
+
+/** libvirt's "domain is not running", which every address source answers for a stopped one. */
+function isNotRunning(err: unknown): boolean {
+  return err instanceof LibvirtError && err.libvirtCode === VirErr.OPERATION_INVALID;
 }
 
 /**
@@ -113,8 +121,9 @@ export async function readAddress(
       ({ ifaces } = await conn.call(DomainInterfaceAddresses, { dom, source, flags: 0 }, io));
     } catch (err) {
       // No agent configured or answering, no ARP entry, no lease: try the next source. A
-      // transport failure is not "no address": it propagates.
-      if (err instanceof LibvirtError) continue;
+      // transport failure is not "no address", nor is the domain gone or stopped since its
+      // state was read (a delete or a shutdown in between): those propagate.
+      if (err instanceof LibvirtError && !isNoDomain(err) && !isNotRunning(err)) continue;
       throw err;
     }
     for (const iface of ifaces) {
@@ -134,7 +143,12 @@ export interface LiveState {
   readonly address?: string | undefined;
 }
 
-/** The state and (when running) the address of a domain whose kvm2 uid is `uid`. */
+/**
+ * The state and (when running) the address of a domain whose kvm2 uid is `uid`. The address is
+ * read only when the table says running: a RUNNING domain whose reason is CRASHED is crashed,
+ * whatever address ARP still remembers for it. A domain that stops between the two reads is
+ * read again (its state then, without an address); one that vanished is libvirt's no-domain.
+ */
 export async function readLiveState(
   conn: LibvirtConnection,
   dom: NonnullDomain,
@@ -142,12 +156,23 @@ export async function readLiveState(
   io: Io,
 ): Promise<LiveState> {
   const { state, reason } = await conn.call(DomainGetState, { dom, flags: 0 }, io);
-  const address =
-    state === DomainState.RUNNING ? await readAddress(conn, dom, macForUid(uid), io) : undefined;
+  if (mapDomainState(state, reason, true) !== 'running') return liveState(state, reason);
+  let address;
+  try {
+    address = await readAddress(conn, dom, macForUid(uid), io);
+  } catch (err) {
+    if (!isNotRunning(err)) throw err;
+    const now = await conn.call(DomainGetState, { dom, flags: 0 }, io);
+    return liveState(now.state, now.reason);
+  }
+  return liveState(state, reason, address);
+}
+
+function liveState(domainState: number, reason: number, address?: string): LiveState {
   return {
-    domainState: state,
+    domainState,
     reason,
-    state: mapDomainState(state, reason, address !== undefined),
+    state: mapDomainState(domainState, reason, address !== undefined),
     ...(address === undefined ? {} : { address }),
   };
 }
