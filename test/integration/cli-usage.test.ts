@@ -166,7 +166,7 @@ describe('values that name nothing, or that no job takes', () => {
       [[...create, '--zone', 'Rack_A', '--name', 'a', '--image', 'tiny'], 'option --zone must'],
       [
         [...create, '--host', 'h1', '--name', 'a', '--image', 'tiny', '--vcpus', '300'],
-        'option --vcpus must be at most 256',
+        'option --vcpus must be at most 255',
       ],
       [
         [...create, '--host', 'h1', '--name', 'a', '--image', 'tiny', '--disk-gib', '5000'],

@@ -18,6 +18,7 @@ import {
 import { uniqueName, virsh, virshFails } from '../harness/virsh.js';
 import { DEFAULT_SERIAL_LOG_DIR } from '../../src/provider/config/schema.js';
 import { serialLogFile } from '../../src/provider/core/ids.js';
+import { parseCreateRequest } from '../../src/provider/core/request.js';
 
 const prefix = uniqueName('kvm2-xmltest');
 const pool = 'default';
@@ -26,6 +27,7 @@ const networkName = `${prefix}-net`;
 const bridgeName = `kvm2xt${Math.random().toString(36).slice(2, 8)}`;
 const uefiName = `${prefix}-uefi`;
 const biosName = `${prefix}-bios`;
+const vcpusName = `${prefix}-vcpus`;
 const volumes = {
   base: `${prefix}-base.qcow2`,
   uefiOverlay: `${prefix}-uefi.qcow2`,
@@ -158,7 +160,7 @@ afterAll(async () => {
       // Already gone, or never made: cleanup carries on with the rest.
     }
   };
-  for (const name of [uefiName, biosName]) {
+  for (const name of [uefiName, biosName, vcpusName]) {
     await attempt(() => virsh(['destroy', name]));
     await attempt(() => virsh(['undefine', '--nvram', name]));
     await attempt(() => fs.rm(serialLog(name), { force: true }));
@@ -307,6 +309,34 @@ describe('UEFI domain XML on libvirt', () => {
     } finally {
       await virsh(['destroy', uefiName]);
     }
+  });
+});
+
+describe('the most vCPUs a create may ask for', () => {
+  // libvirt's qemu driver refuses more than 255 vCPUs on x86 without an IOMMU in extended
+  // interrupt mode (QEMU_MAX_VCPUS_WITHOUT_EIM), which kvm2's XML does not have: a larger
+  // request would pass validation, fill the image and write the disks, then fail at define.
+  const request = {
+    host: 'h1',
+    name: 'web-1',
+    uid: '0b7e6f7c-3c1a-4d2e-9f00-5a6b7c8d9e0f',
+    image: 'debian-12',
+  };
+
+  it('is one libvirt defines, and one more is refused at validation naming the field', async () => {
+    const largest = parseCreateRequest({ ...request, vcpus: 255 }).vcpus ?? 0;
+    expect(largest).toBe(255);
+    expect(() => parseCreateRequest({ ...request, vcpus: largest + 1 })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_INVALID_REQUEST',
+        message: expect.stringContaining('request.vcpus: must be at most 255') as unknown,
+      }),
+    );
+    const file = path.join(workDir, `${vcpusName}.xml`);
+    await fs.writeFile(file, buildDomainXml(specFor(vcpusName, { vcpus: largest + 1 })));
+    expect(await virshFails(['define', '--validate', file])).toMatch(/more than 255 vCPUs/);
+    await define(specFor(vcpusName, { vcpus: largest }));
+    expect(await virsh(['vcpucount', '--maximum', '--config', vcpusName])).toMatch(/^255\s*$/);
   });
 });
 

@@ -233,8 +233,8 @@ describe('errors name their path', () => {
     ],
     [
       'more default vcpus than a request may ask for',
-      withHost({ defaults: { vcpus: 257 } }),
-      'kvm2.defaults.vcpus: must be at most 256',
+      withHost({ defaults: { vcpus: 256 } }),
+      'kvm2.defaults.vcpus: must be at most 255',
     ],
     [
       'more default memory than a request may ask for',

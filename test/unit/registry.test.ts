@@ -238,6 +238,19 @@ describe('what the domain XML will carry, refused at enqueue', () => {
     ).toThrow(/request\.(tag|image): must not contain control characters/);
   });
 
+  it('refuses an image name longer than any the configuration can hold, quoting none of it', () => {
+    // Image names in the configuration are DNS labels: 63 characters at most. A longer one
+    // would be an unknown image at the worker, with the whole name in the error.
+    const image = 'i'.repeat(1 << 20);
+    const err = refusal('create', { ...good.create, image });
+    expect(err.message).toContain('image: must be at most 63 characters');
+    expect(err.message.length).toBeLessThan(500);
+    expect(() => parseCreateRequest({ ...good.create, image, generation: undefined })).toThrow(
+      /request\.image: must be at most 63 characters/,
+    );
+    expect(validateJob('create', { ...good.create, image: 'i'.repeat(63) }).image).toHaveLength(63);
+  });
+
   it('takes a tag with spaces, punctuation and any printable Unicode', () => {
     const tag = 'team: egress / eu-west ✓ (ü)';
     expect(validateJob('create', { ...good.create, tag }).tag).toBe(tag);

@@ -5,6 +5,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { redactUrl } from '../../errors/redact-url.js';
 import { parseLibvirtUri } from '../../libvirt/transport/uri.js';
+import { MAX_VCPUS } from '../xml/types.js';
 import { vendorPartProblem } from '../seed/vendor-part.js';
 import { duration, hostName, isLoopback, listen, parseListen, size } from './values.js';
 
@@ -211,7 +212,7 @@ const images = z.record(label('image name'), image).default({});
 // Within what a create request may ask for (src/provider/core/request.ts): a default stands in
 // for the request's own value, and beyond those a create would fail after it began writing.
 const defaults = z.strictObject({
-  vcpus: positiveInt.max(256, 'must be at most 256').default(1),
+  vcpus: positiveInt.max(MAX_VCPUS, `must be at most ${MAX_VCPUS}`).default(1),
   memoryMiB: positiveInt.max(4 * 1024 * 1024, 'must be at most 4 TiB').default(1024),
   diskGiB: positiveInt.max(4 * 1024, 'must be at most 4 TiB').default(10),
   addressTimeout: duration.prefault('5m'),

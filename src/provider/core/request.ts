@@ -2,7 +2,7 @@
 // (`request.name: …`) and never echo values: user-data may hold secrets.
 import { z } from 'zod';
 import { Kvm2Error } from '../../errors/error.js';
-import { isXmlSafe, XML_UNSAFE_MESSAGE } from '../xml/types.js';
+import { isXmlSafe, MAX_VCPUS, XML_UNSAFE_MESSAGE } from '../xml/types.js';
 import { NAME_PATTERN, UID_PATTERN } from './ids.js';
 
 /** cloud-init reads user-data of any size, but a seed is a disk image built in memory. */
@@ -26,6 +26,8 @@ export const createRequestSchema = z
     image: z
       .string()
       .min(1, 'must name an image from the configuration')
+      // The configuration's image names are DNS labels: a longer name is no image of it.
+      .max(63, 'must be at most 63 characters')
       .refine(isXmlSafe, XML_UNSAFE_MESSAGE),
     tag: z
       .string()
@@ -39,7 +41,7 @@ export const createRequestSchema = z
       })
       .default(''),
     networkConfig: z.string().max(65536, 'must be at most 65536 characters').optional(),
-    vcpus: positiveInt.max(256, 'must be at most 256').optional(),
+    vcpus: positiveInt.max(MAX_VCPUS, `must be at most ${MAX_VCPUS}`).optional(),
     memoryMiB: positiveInt.max(4 * 1024 * 1024, 'must be at most 4 TiB').optional(),
     // The overlay kvm2 writes has one cluster of L1 table: 8192 entries of 512 MiB
     // (image/qcow2-overlay.ts). Refused here, before the seed is written.

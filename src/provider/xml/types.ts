@@ -98,6 +98,14 @@ export class XmlError extends Kvm2Error {
   }
 }
 
+/**
+ * The most vCPUs a domain of kvm2's can have: libvirt's qemu driver refuses more than 255 on
+ * x86 without an IOMMU in extended interrupt mode (QEMU_MAX_VCPUS_WITHOUT_EIM), which kvm2's
+ * domain XML does not have. Requests and the configuration's default stop here, before a
+ * create writes anything (test/integration/xml-libvirt.test.ts).
+ */
+export const MAX_VCPUS = 255;
+
 // XML 1.0 §2.2 Char, minus the C0 controls XML does allow (tab, LF, CR): kvm2 never needs
 // them in a name, path or tag, and attribute-value normalisation would turn them into spaces.
 // Lone surrogates are refused too: they cannot be written as UTF-8.
