@@ -119,25 +119,29 @@ export function deleteData(id: string, traceContext?: TraceContext): JobData<'de
 
 /**
  * Enqueues a delete (deleteData's) on its host's queue. With `unrequestedSince` (a
- * requestCount), only while no request for the instance was made after that count was read:
- * undefined, and nothing enqueued, when one was (generations.ts).
+ * requestCount), GC's delete of an instance it listed with `uid`: only while no request for the
+ * instance was made after that count was read ('requested' when one was), and while its last
+ * request is not a create of another uid ('replaced': a create replacing it that has not run,
+ * which the delete would supersede): undefined, and nothing enqueued, otherwise
+ * (generations.ts).
  */
 export async function enqueueDelete(
   redis: RedisConnection,
   prefix: string,
   data: JobData<'delete'>,
-  options: { readonly unrequestedSince?: number } = {},
+  options: { readonly unrequestedSince?: number; readonly uid?: string } = {},
 ): Promise<EnqueuedDelete | undefined> {
   const { jobId, keys, args } = generationJob(prefix, 'delete', data.id, data);
   const unrequestedSince = options.unrequestedSince;
-  const [generation = '', resultsFrom = '0-0', requested] = toArray(
+  const [generation = '', resultsFrom = '0-0', turnedAway] = toArray(
     await ENQUEUE_DELETE.run(redis, keys, [
       ...args,
       unrequestedSince === undefined ? '' : String(unrequestedSince),
       beginHead(prefix, data.id),
+      options.uid ?? '',
     ]),
   );
-  if (requested !== undefined) return undefined;
+  if (turnedAway !== undefined) return undefined;
   return { jobId, generation: Number(generation), resultsFrom };
 }
 
@@ -175,6 +179,7 @@ export async function enqueueCreate(
         CREATE_RESERVATION_TTL_S,
         args.instanceId,
         beginHead(prefix, args.instanceId, data.uid),
+        data.uid,
       ],
     ),
   );

@@ -6,6 +6,7 @@ import { Queue } from 'bullmq';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Kvm2Client } from '../../queues/client.js';
+import { isSuperseded } from '../../queues/generations.js';
 import { GC_QUEUE, hostQueueName } from '../../queues/names.js';
 import type { Instance } from '../../src/provider/core/instance.js';
 import type { JobRun } from '../../workers/run/job-run.js';
@@ -115,6 +116,54 @@ it('a create made after the app asked for the GC, before the GC began, wins too'
       .filter((j) => j.name === 'delete')
       .map((j) => (j.data as { id: string }).id);
     expect(deletes).toEqual(['h1/old']);
+  } finally {
+    await gcQueue.close();
+  }
+});
+
+it("a create that replaces a victim, enqueued before the GC and not yet run, is not superseded by the GC's delete", async () => {
+  // The app replaces a green instance with a blue one of the same name, then collects green.
+  // The listing still shows the green instance (the create has not run): a delete by name
+  // would supersede the blue create, and the name would end up deleted. A victim's delete
+  // goes out only while the instance's last request is not a create of another uid.
+  const blue = await client.create({ ...request('swapped'), tag: 'blue' });
+  const own = await client.create(request('own')); // its last request is its own create
+  const gcQueue = new Queue(GC_QUEUE, { connection: scope.redis, prefix: scope.prefix });
+  try {
+    const { jobId } = await client.gc({ tag: 'ci', keep: [], graceMs: 0 });
+    const job = await gcQueue.getJob(jobId);
+    const longAgo = '2020-01-01T00:00:00.000Z';
+    const listing = [
+      { id: 'h1/swapped', uid: '7d1c3a52-9d4b-4f0e-8a6c-1f2e3d4c5b6a', createdAt: longAgo },
+      { id: 'h1/own', uid: own.uid, createdAt: longAgo },
+      { id: 'h1/unrequested', uid: '5b0e7c1d-2a3f-4b6c-9d8e-0f1a2b3c4d5e', createdAt: longAgo },
+    ] as Instance[];
+    const provider = {
+      listByTag: () => Promise.resolve(listing),
+      withLocks: () => provider,
+      sweepOrphanVolumes: () => Promise.resolve({ removed: [] }),
+    };
+    const env = gcServices(provider);
+    await queue.drain();
+    const controller = new AbortController();
+    const step = await processGc({
+      services: env,
+      name: 'gc',
+      data: job?.data as unknown,
+      controller,
+      signal: controller.signal,
+      logger: env.logger,
+    } as unknown as JobRun<'gc'>);
+    const message = step.type === 'result' ? (step.fields.message ?? '') : '';
+    expect(message).toContain('deleting 2');
+    const deletes = (await queue.getJobs(['waiting', 'prioritized']))
+      .filter((j) => j.name === 'delete')
+      .map((j) => (j.data as { id: string }).id)
+      .sort();
+    expect(deletes).toEqual(['h1/own', 'h1/unrequested']);
+    expect(await isSuperseded(scope.redis, scope.prefix, 'h1/swapped', blue.generation)).toBe(
+      false,
+    );
   } finally {
     await gcQueue.close();
   }

@@ -15,8 +15,10 @@ import { succeeded, type Step } from '../run/outcome.js';
  * that is not kept and is older than the grace period. Deletes go through the queues like any
  * request, so they take their generation and lock; each is enqueued only while no request for
  * its instance was made since the app asked for the GC (else it is skipped: a create that
- * replaced the instance after the keep list was made, or while the GC listed it, must win), and a create enqueued after the GC's delete wins
- * over it.
+ * replaced the instance after the keep list was made, or while the GC listed it, must win) and
+ * while its last request is not a create of another uid than the one listed (a create that
+ * replaces it, enqueued before the GC but not run yet: the delete would supersede it); a create
+ * enqueued after the GC's delete wins over it.
  */
 export async function processGc(run: JobRun<'gc'>): Promise<Step> {
   const { services: env, data, signal } = run;
@@ -51,6 +53,7 @@ export async function processGc(run: JobRun<'gc'>): Promise<Step> {
     const request = deleteData(instance.id, traceContext);
     const queued = await enqueueDelete(env.redis, env.prefix, request, {
       unrequestedSince: began,
+      uid: instance.uid,
     });
     (queued === undefined ? overtaken : deleting).push(instance.id);
   }
@@ -69,7 +72,7 @@ export async function processGc(run: JobRun<'gc'>): Promise<Step> {
     message:
       `tag '${data.tag}': ${instances.length} instances, deleting ${deleting.length}` +
       ` (${kept.length} kept, ${young.length} within the grace period` +
-      `${overtaken.length === 0 ? '' : `, ${overtaken.length} requested since the GC was asked for`});` +
+      `${overtaken.length === 0 ? '' : `, ${overtaken.length} requested since the GC was asked for or being replaced`});` +
       ` removed ${removed.length} orphan volumes`,
   });
 }
