@@ -3,6 +3,7 @@
 // then sends each as a MESSAGE naming that id, until it is deregistered or the link ends. A
 // subscription belongs to one connection: after a re-dial it must be made again.
 import type { LibvirtConnection } from './connection.js';
+import { ProtocolError } from './errors.js';
 import type { Procedure } from './procedure.js';
 import {
   ConnectDomainEventCallbackDeregisterAny,
@@ -51,6 +52,14 @@ interface Registration {
   readonly unsubscribe: () => void;
 }
 
+/**
+ * Events held while a registration's reply is awaited. Those for our id can only be the few the
+ * daemon queued between registering and replying; a thousand (some 100 KiB) means a daemon
+ * sending what we never asked for. The link is then dropped rather than events silently lost:
+ * DomainEventStream dials again and its owner catches up.
+ */
+const EARLY_EVENTS_MAX = 1000;
+
 const registrations = new WeakMap<LibvirtConnection, Map<number, Registration>>();
 
 function register<M extends { callbackID: number }>(
@@ -84,8 +93,14 @@ function register<M extends { callbackID: number }>(
     }
   };
   const unsubscribe = conn.subscribe(proc, (message) => {
-    if (callbackId === undefined) early.push(message);
-    else if (message.callbackID === callbackId) deliver(message);
+    if (callbackId !== undefined) {
+      if (message.callbackID === callbackId) deliver(message);
+    } else if (early.push(message) > EARLY_EVENTS_MAX) {
+      early.length = 0;
+      conn.destroy(
+        new ProtocolError(`${proc.name}: more than ${EARLY_EVENTS_MAX} events before registering`),
+      );
+    }
   });
   const ready = conn
     .call(ConnectDomainEventCallbackRegisterAny, { eventID, dom: null }, options)

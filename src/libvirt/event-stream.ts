@@ -92,7 +92,7 @@ export class DomainEventStream {
         );
       }
       await this.#options.onConnected?.(conn, connects);
-      await Promise.race([lost, aborted(signal)]);
+      await sleep(Infinity, signal, lost);
     } finally {
       await Promise.allSettled(subscriptions.map((s) => s.close()));
       await conn.close().catch(() => undefined);
@@ -100,23 +100,21 @@ export class DomainEventStream {
   }
 }
 
-function aborted(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) resolve();
-    else signal.addEventListener('abort', () => resolve(), { once: true });
-  });
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
+/**
+ * Resolves after `ms` (Infinity: never), when `signal` fires or when `until` settles, and lets
+ * go of the signal then: the stream's one signal lives as long as the stream, across every
+ * pause and connection.
+ */
+async function sleep(ms: number, signal: AbortSignal, until?: Promise<void>): Promise<void> {
+  if (signal.aborted) return;
+  let wake!: () => void;
+  const woken = new Promise<void>((resolve) => (wake = resolve));
+  const timer = ms === Infinity ? undefined : setTimeout(wake, ms);
+  signal.addEventListener('abort', wake, { once: true });
+  try {
+    await Promise.race(until === undefined ? [woken] : [woken, until]);
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', wake);
+  }
 }

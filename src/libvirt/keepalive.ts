@@ -66,14 +66,13 @@ export class Keepalive {
     this.lastHeard = Date.now();
   }
 
-  /** While held (we stopped reading on purpose), silence proves nothing: no ping, no verdict. */
+  /**
+   * While held (we stopped reading on purpose) silence proves nothing: no verdict. We still
+   * ping each interval, since the daemon closes a client it hears nothing from for 30 s.
+   */
   hold(on: boolean): void {
     this.held = on;
     if (!on) this.lastHeard = Date.now();
-  }
-
-  onMessage(h: PacketHeader): void {
-    Keepalive.answer(h, (f) => this.io.ping(f));
   }
 
   stop(): void {
@@ -84,11 +83,10 @@ export class Keepalive {
   private held = false;
 
   private check(): void {
-    if (this.held) return;
     const now = Date.now();
     const silent = now - this.lastHeard;
     const { intervalMs, count } = this.options;
-    if (silent >= intervalMs * count) {
+    if (!this.held && silent >= intervalMs * count) {
       this.stop();
       this.io.dead(new LinkInterruptedError(`libvirtd silent for ${silent} ms: keepalive gave up`));
       return;

@@ -61,6 +61,13 @@ export interface StreamOptions extends CallOptions {
 }
 
 const DEFAULTS = Object.freeze({ maxInFlight: 4, callTimeoutMs: 60_000, streamStallMs: 60_000 });
+/**
+ * Bytes our writes may leave queued in the link: libvirt's largest message (VIR_NET_MESSAGE_MAX,
+ * 32 MiB). Our calls (a few on the wire, each far smaller) and an upload (two packets) never
+ * queue that much; a link that holds more has a peer that stopped reading it.
+ */
+const QUEUED_WRITE_MAX = 32 * 1024 * 1024;
+
 export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
   readonly host: string;
   private readonly callTimeoutMs: number;
@@ -226,7 +233,19 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
       process.nextTick(this.uncork);
     }
     this.stream.write(frame);
+    const queued = this.stream.writableLength;
+    if (queued > QUEUED_WRITE_MAX) {
+      this.destroy(
+        new LinkInterruptedError(`${this.host}: libvirtd stopped reading, ${queued} bytes queued`),
+      );
+    }
   }
+
+  // The daemon counts any packet as life (LIBVIRT-RPC-FACTS §6): bytes still queued reach it
+  // before a PONG would, and a peer that pings without reading would otherwise queue one per PING.
+  private readonly pong = (frame: Buffer): void => {
+    if (this.stream.writableLength === 0) this.write(frame);
+  };
 
   private readonly uncork = (): void => {
     this.corked = false;
@@ -235,8 +254,7 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
 
   private onFrame(h: PacketHeader, payload: Buffer): void {
     if (h.prog === KEEPALIVE_PROGRAM) {
-      this.keepalive?.onMessage(h);
-      if (this.keepalive === undefined) Keepalive.answer(h, (f) => this.write(f));
+      Keepalive.answer(h, this.pong);
       return;
     }
     if (h.prog !== REMOTE_PROGRAM) return; // another program's events: not ours to handle
@@ -295,12 +313,15 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
     const sink = this.streams.get(h.serial);
     if (sink === undefined) return; // late packets after a stream ended are dropped (libvirt does too)
     if (h.type === MessageType.STREAM_HOLE) {
-      sink.fail(
-        new ProtocolError('sparse stream hole received, but sparse streams were not asked for'),
+      // As for any frame the daemon should never send: the link is not to be trusted.
+      const err = new ProtocolError(
+        'sparse stream hole received, but sparse streams were not asked for',
       );
+      sink.fail(err);
+      this.destroy(err);
     } else if (h.status === MessageStatus.CONTINUE) sink.data(payload);
     else if (h.status === MessageStatus.OK) sink.finish();
-    else sink.fail(remoteErrorOf(`stream of proc ${h.proc}`, payload));
+    else sink.refuse(remoteErrorOf(`stream of proc ${h.proc}`, payload));
   }
 
   private async openStream<A>(
@@ -316,7 +337,9 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
     try {
       await this.call(proc, args, options);
     } catch (err) {
-      this.streams.delete(serial);
+      // A call refused before it took the serial (its signal had fired) leaves it to the next
+      // call, whose sink may already be there.
+      if (this.streams.get(serial) === sink) this.streams.delete(serial);
       throw err;
     }
     return serial;

@@ -222,10 +222,10 @@ export async function uploadStream<A>(
     channel.write(encodePrefix({ ...header, status: MessageStatus.OK }, 0));
     await stall.on(sink.finished);
   } catch (err) {
-    // The source failed (or we did) with the daemon's stream still open: without a finish
-    // the daemon would keep the volume busy until the link closed. Closing it is the abort.
-    // A failure the daemon reported has already closed its side.
-    if (!channel.isDown() && !sink.failed) {
+    // The source failed (or we did, or the daemon sent data) with the daemon's stream still
+    // open: without a finish the daemon would keep the volume busy until the link closed.
+    // Closing it is the abort. A failure the daemon reported has already closed its side.
+    if (!channel.isDown() && !sink.daemonClosed) {
       channel.destroy(
         new LinkInterruptedError(`${channel.host}: upload ${proc.name} failed before its end`, {
           cause: err,
@@ -268,10 +268,12 @@ export async function* downloadStream<A>(
             ),
         },
   );
-  const serial = await channel.open(proc, args, sink, options);
-  const undo = abandonOnAbort(channel, sink, 'download', proc.name, options?.signal);
   const stall = watchStall(channel, sink, 'download', proc.name, options?.stallMs);
+  let serial: number | undefined;
+  let undo = (): void => undefined;
   try {
+    serial = await channel.open(proc, args, sink, options);
+    undo = abandonOnAbort(channel, sink, 'download', proc.name, options?.signal);
     for (;;) {
       const chunk = await stall.on(sink.next());
       if (chunk === null) break;
@@ -283,7 +285,15 @@ export async function* downloadStream<A>(
   } finally {
     stall.stop();
     undo();
-    channel.forget(serial);
+    // Ended on our side (the consumer stopped, a frame the daemon should never send) with the
+    // daemon's stream still open: it would keep reading the volume into the link. As for an
+    // upload, closing the link is the abort.
+    if (serial !== undefined && !sink.daemonClosed && !channel.isDown()) {
+      channel.destroy(
+        new LinkInterruptedError(`${channel.host}: download ${proc.name} ended before its end`),
+      );
+    }
+    if (serial !== undefined) channel.forget(serial);
     sink.release();
   }
 }

@@ -11,6 +11,9 @@ export interface StreamSink {
   data(payload: Buffer): void;
   /** The daemon's STREAM/OK (finish confirmation). */
   finish(): void;
+  /** The daemon's STREAM/ERROR: it has closed its side of the stream. */
+  refuse(err: Error): void;
+  /** A failure on our side or the link's: the daemon's side may still be open. */
   fail(err: Error): void;
 }
 
@@ -76,6 +79,8 @@ export class UploadPacketizer {
 
 /** Upload side: remembers a server error or the finish confirmation. */
 export class UploadSink implements StreamSink {
+  /** The daemon sent its STREAM/OK or STREAM/ERROR: nothing of the stream is left open there. */
+  daemonClosed = false;
   private failure: Error | undefined;
   private readonly failListeners = new Set<(e: Error) => void>();
   private resolveFinished!: () => void;
@@ -95,7 +100,13 @@ export class UploadSink implements StreamSink {
   }
 
   finish(): void {
+    this.daemonClosed = true;
     if (this.failure === undefined) this.resolveFinished();
+  }
+
+  refuse(err: Error): void {
+    this.daemonClosed = true;
+    this.fail(err);
   }
 
   fail(err: Error): void {
@@ -111,10 +122,6 @@ export class UploadSink implements StreamSink {
 
   offFail(l: (e: Error) => void): void {
     this.failListeners.delete(l);
-  }
-
-  get failed(): boolean {
-    return this.failure !== undefined;
   }
 
   throwIfFailed(): void {
@@ -137,6 +144,8 @@ export interface DownloadLimit {
 }
 
 export class DownloadSink implements StreamSink {
+  /** The daemon sent its STREAM/OK or STREAM/ERROR: nothing of the stream is left open there. */
+  daemonClosed = false;
   private readonly chunks: Buffer[] = [];
   private queued = 0;
   private received = 0;
@@ -183,9 +192,15 @@ export class DownloadSink implements StreamSink {
   }
 
   finish(): void {
+    this.daemonClosed = true;
     this.eof = true;
     this.resolveFinished();
     this.wake();
+  }
+
+  refuse(err: Error): void {
+    this.daemonClosed = true;
+    this.fail(err);
   }
 
   fail(err: Error): void {

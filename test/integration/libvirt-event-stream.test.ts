@@ -1,6 +1,7 @@
 // A host's event stream across a lost link (src/libvirt/event-stream.ts): libvirtd restarted
 // under it, the stream dials again, subscribes again and says so, and the next change is heard
 // on the new connection. Real libvirtd through the harness's sshd.
+import { getEventListeners } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LibvirtConnection } from '../../src/libvirt/connection.js';
 import { LifecycleEvent } from '../../src/libvirt/domain-events.js';
@@ -129,4 +130,26 @@ describe('DomainEventStream', () => {
       await virsh(['destroy', name]).catch(() => undefined);
     }
   }, 60_000);
+
+  it('lets go of its stop signal after each pause, however many dials fail', async () => {
+    let stop: AbortSignal | undefined;
+    let dials = 0;
+    const stream = new DomainEventStream({
+      dial: (signal) => {
+        stop = signal;
+        dials += 1;
+        return Promise.reject(new Error('host away'));
+      },
+      onLifecycle: () => undefined,
+      retryMinMs: 1,
+      retryMaxMs: 1,
+    });
+    stream.start();
+    try {
+      await reaches(() => dials, 50, 10_000);
+      expect(getEventListeners(stop!, 'abort').length).toBeLessThanOrEqual(1);
+    } finally {
+      await stream.close();
+    }
+  });
 });

@@ -8,10 +8,15 @@ import {
   ConnectGetHostname,
   ConnectGetLibVersion,
   DomainLookupByName,
+  StoragePoolLookupByName,
+  StorageVolCreateXML,
+  StorageVolDelete,
+  StorageVolDownload,
 } from '../../src/libvirt/protocol.gen.js';
 import { parseLibvirtUri } from '../../src/libvirt/transport/uri.js';
 import { startStallingProxy, type StallingProxy } from '../fakes/stalling-proxy.js';
 import { waitUntil } from '../harness/fault-kit.js';
+import { uniqueName } from '../harness/virsh.js';
 
 let proxy: StallingProxy;
 beforeEach(async () => {
@@ -148,4 +153,41 @@ describe('keepalive', () => {
       await conn.close();
     }
   });
+
+  // libvirtd's own keepalive (5 s × 5, unchanged by the harness: it is the machine's daemon)
+  // closes a client it hears nothing from for 30 s, whether or not we read what it sends.
+  it("a download whose consumer lags past the daemon's 30 s keepalive keeps its link", async () => {
+    const conn = await LibvirtConnection.connect(parseLibvirtUri('qemu:///system'), {
+      host: 'h',
+    });
+    const size = 16 * 1024 * 1024;
+    const name = `${uniqueName('kvm2-lag')}.raw`;
+    const { pool } = await conn.call(StoragePoolLookupByName, { name: 'default' });
+    const { vol } = await conn.call(StorageVolCreateXML, {
+      pool,
+      xml: `<volume><name>${name}</name><capacity unit='bytes'>${size}</capacity><target><format type='raw'/></target></volume>`,
+      flags: 0,
+    });
+    try {
+      let bytes = 0;
+      let lagged = false;
+      for await (const chunk of conn.download(StorageVolDownload, {
+        vol,
+        offset: 0n,
+        length: 0n,
+        flags: 0,
+      })) {
+        bytes += chunk.length;
+        if (!lagged) {
+          lagged = true;
+          await new Promise((r) => setTimeout(r, 36_000)); // past 4 MiB queued: reads paused
+        }
+      }
+      expect(bytes).toBe(size);
+      expect(conn.isDown).toBe(false);
+    } finally {
+      await conn.call(StorageVolDelete, { vol, flags: 0 }).catch(() => undefined);
+      await conn.close();
+    }
+  }, 60_000);
 });

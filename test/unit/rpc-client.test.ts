@@ -5,7 +5,9 @@
 import { getEventListeners } from 'node:events';
 import { Duplex } from 'node:stream';
 import { expect, it } from 'vitest';
-import { CallAbortedError, ProtocolError } from '../../src/libvirt/errors.js';
+import type { LibvirtConnection } from '../../src/libvirt/connection.js';
+import { subscribeLifecycle } from '../../src/libvirt/domain-events.js';
+import { CallAbortedError, LinkInterruptedError, ProtocolError } from '../../src/libvirt/errors.js';
 import {
   FrameDecoder,
   PREFIX_SIZE,
@@ -15,6 +17,10 @@ import {
 } from '../../src/libvirt/packet.js';
 import {
   ConnectGetHostname,
+  DomainDefineXMLFlags,
+  DomainEventCallbackLifecycle,
+  KEEPALIVE_PROGRAM,
+  REMOTE_PROGRAM,
   StorageVolDownload,
   StorageVolUpload,
 } from '../../src/libvirt/protocol.gen.js';
@@ -348,4 +354,183 @@ it('an upload over a link that takes each write at once reuses one packet buffer
     ticking = false;
     client.destroy();
   }
+});
+
+/** Every frame the client sends to `theirs`, headers only. */
+function sentBy(theirs: Duplex): PacketHeader[] {
+  const frames: PacketHeader[] = [];
+  const decoder = new FrameDecoder((h) => frames.push(h));
+  theirs.on('data', (d: Buffer) => decoder.push(d));
+  return frames;
+}
+
+const isPing = (h: PacketHeader): boolean => h.prog === KEEPALIVE_PROGRAM && h.proc === 1;
+
+/** Opens a download and answers its call; returns the daemon's stream writer. */
+async function openDownload(
+  client: RpcClient,
+  theirs: Duplex,
+  daemon: ReturnType<typeof fakeDaemon>,
+): Promise<{
+  download: AsyncGenerator<Buffer, void, undefined>;
+  first: Promise<IteratorResult<Buffer, void>>;
+  call: PacketHeader;
+  stream: (status: number, payload: Buffer) => void;
+}> {
+  const vol = { pool: 'default', name: 'v', key: 'k' };
+  const download = client.download(StorageVolDownload, { vol, offset: 0n, length: 0n, flags: 0 });
+  const first = download.next(); // sends the call
+  await new Promise((r) => setImmediate(r));
+  const call = daemon.calls[0]!;
+  daemon.reply(call, Buffer.alloc(0));
+  return { download, first, call, stream: streamFrom(theirs, call) };
+}
+
+it('while a lagging download holds the link, the client still pings each interval, so the daemon hears it', async () => {
+  const [ours, theirs] = duplexPair();
+  const daemon = fakeDaemon(theirs);
+  const sent = sentBy(theirs);
+  const client = new RpcClient(ours, { host: 'fake' });
+  client.startKeepalive({ intervalMs: 50, count: 2 });
+  try {
+    const { first, stream } = await openDownload(client, theirs, daemon);
+    const mib = Buffer.alloc(1 << 20, 7);
+    for (let i = 0; i < 6; i++) stream(2, mib); // past the 4 MiB high-water mark: paused
+    await first;
+    const before = sent.filter(isPing).length;
+    await new Promise((r) => setTimeout(r, 400));
+    // libvirtd closes a client it hears nothing from for 30 s: we keep talking while we do not
+    // read, and our own silence verdict waits until we read again.
+    expect(sent.filter(isPing).length - before).toBeGreaterThanOrEqual(3);
+    expect(client.isDown).toBe(false);
+  } finally {
+    client.destroy();
+  }
+});
+
+it('a download whose consumer stops before the end drops the link: the daemon would keep its stream open and sending', async () => {
+  const [ours, theirs] = duplexPair();
+  const daemon = fakeDaemon(theirs);
+  const client = new RpcClient(ours, { host: 'fake' });
+  const { download, first, stream } = await openDownload(client, theirs, daemon);
+  stream(2, Buffer.alloc(1000));
+  await first;
+  await download.return(); // what `break` in a for-await does
+  expect(client.isDown).toBe(true);
+});
+
+it('a hole on a download that asked for none fails it with a protocol error and drops the link', async () => {
+  const [ours, theirs] = duplexPair();
+  const daemon = fakeDaemon(theirs);
+  const client = new RpcClient(ours, { host: 'fake' });
+  const { download, first, call } = await openDownload(client, theirs, daemon);
+  theirs.write(encodePrefix({ ...call, type: 6, status: 2 }, 0)); // STREAM_HOLE
+  await expect(first).rejects.toBeInstanceOf(ProtocolError);
+  await expect(download.next()).resolves.toMatchObject({ done: true });
+  expect(client.isDown).toBe(true);
+});
+
+it('data from the daemon on an upload fails it with a protocol error and drops the link', async () => {
+  const [ours, theirs] = duplexPair();
+  const daemon = fakeDaemon(theirs);
+  const client = new RpcClient(ours, { host: 'fake' });
+  async function* slow(): AsyncGenerator<Buffer> {
+    for (;;) {
+      yield Buffer.alloc(1000);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+  const vol = { pool: 'default', name: 'v', key: 'k' };
+  const upload = client.upload(StorageVolUpload, { vol, offset: 0n, length: 0n, flags: 0 }, slow());
+  await new Promise((r) => setImmediate(r));
+  const call = daemon.calls[0]!;
+  daemon.reply(call, Buffer.alloc(0));
+  streamFrom(theirs, call)(2, Buffer.alloc(100));
+  await expect(upload).rejects.toBeInstanceOf(ProtocolError);
+  expect(client.isDown).toBe(true);
+});
+
+/** A link whose peer sends what it is given and never reads: no write is ever taken. */
+class DeafLink extends Duplex {
+  override _read(): void {}
+  override _write(): void {} // never calls back: every write stays queued
+}
+
+it('a peer that floods pings and never reads gets one pong queued, not one per ping', async () => {
+  const link = new DeafLink();
+  const client = new RpcClient(link, { host: 'fake' });
+  try {
+    const ping = encodePrefix(
+      { prog: KEEPALIVE_PROGRAM, vers: 1, proc: 1, type: 2, serial: 0, status: 0 },
+      0,
+    );
+    for (let i = 0; i < 100; i++) link.push(Buffer.concat(Array<Buffer>(100).fill(ping)));
+    await new Promise((r) => setImmediate(r));
+    expect(link.writableLength).toBe(PREFIX_SIZE); // one PONG: 28 bytes
+  } finally {
+    client.destroy();
+  }
+});
+
+it('a link holding more than 32 MiB of our writes is dropped: its peer stopped reading', async () => {
+  const link = new DeafLink();
+  const client = new RpcClient(link, { host: 'fake', maxInFlight: 12 });
+  const xml = 'x'.repeat(3_000_000);
+  const calls = Array.from({ length: 12 }, () =>
+    client.call(DomainDefineXMLFlags, { xml, flags: 0 }),
+  );
+  for (const call of calls) await expect(call).rejects.toBeInstanceOf(LinkInterruptedError);
+  expect(client.isDown).toBe(true);
+});
+
+it('a stream whose signal fired before it began leaves alone the stream opened after it in the same tick', async () => {
+  const link = new EagerLink(() => 0);
+  const client = new RpcClient(link, { host: 'fake', streamStallMs: 1000 });
+  const vol = { pool: 'default', name: 'v', key: 'k' };
+  const args = { vol, offset: 0n, length: 0n, flags: 0 };
+  try {
+    const ac = new AbortController();
+    ac.abort();
+    const abandoned = client.upload(StorageVolUpload, args, [Buffer.alloc(10)], {
+      signal: ac.signal,
+    });
+    const next = client.upload(StorageVolUpload, args, [Buffer.alloc(10)]);
+    await expect(abandoned).rejects.toBeInstanceOf(CallAbortedError);
+    await expect(next).resolves.toBeUndefined();
+    expect(client.isDown).toBe(false);
+  } finally {
+    client.destroy();
+  }
+});
+
+/** A lifecycle event (remote_domain_event_callback_lifecycle_msg) for `callbackID`. */
+function lifecycleEvent(callbackID: number): Buffer {
+  const body = Buffer.alloc(4 + 4 + 4 + 16 + 4 + 4 + 4);
+  body.writeInt32BE(callbackID, 0);
+  body.writeUInt32BE(1, 4); // dom.name: "d", padded to 4
+  body.write('d', 8);
+  // dom.uuid: 16 zero bytes; dom.id, event (STARTED), detail
+  body.writeInt32BE(1, 28);
+  body.writeInt32BE(2, 32);
+  body.writeInt32BE(0, 36);
+  const h = { prog: REMOTE_PROGRAM, vers: 1, proc: DomainEventCallbackLifecycle.proc };
+  return Buffer.concat([encodePrefix({ ...h, type: 2, serial: 0, status: 0 }, body.length), body]);
+}
+
+it('events held before the registration reply are capped: past 1,000 the link is dropped', async () => {
+  const [ours, theirs] = duplexPair();
+  const daemon = fakeDaemon(theirs);
+  const client = new RpcClient(ours, { host: 'fake' });
+  const heard: unknown[] = [];
+  // The engine offers what domain-events needs of a connection.
+  const conn = client as unknown as LibvirtConnection;
+  const subscribing = subscribeLifecycle(conn, (e) => heard.push(e));
+  await new Promise((r) => setImmediate(r));
+  for (let i = 0; i < 1001; i++) theirs.write(lifecycleEvent(7));
+  const id = Buffer.alloc(4);
+  id.writeInt32BE(7);
+  daemon.reply(daemon.calls[0]!, id);
+  await expect(subscribing).rejects.toThrow();
+  expect(client.isDown).toBe(true);
+  expect(heard).toEqual([]);
 });
