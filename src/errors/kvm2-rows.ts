@@ -250,9 +250,21 @@ export const KVM2_ROWS = [
   },
   {
     source: 'kvm2',
+    match: 'ERR_POOL_INACTIVE',
+    kind: 'transient',
+    why: "The host's pool is defined but not started: an operator starts it (virsh pool-start); the retry goes on.",
+  },
+  {
+    source: 'kvm2',
     match: 'ERR_PARTIAL_VIEW',
     kind: 'derived',
     why: "listByTag could not list a host, so it answers nothing: the kind of that host's failure.",
+  },
+  {
+    source: 'kvm2',
+    match: 'ERR_DUPLICATE_INSTANCE',
+    kind: 'transient',
+    why: 'listByTag found one instance (uid) under two hosts, so it answers nothing: two host entries reach one libvirtd, or the domain is being migrated.',
   },
   // The queue side (queues/).
   {

@@ -213,6 +213,59 @@ describe('sweepOrphanVolumes', () => {
     expect((await virsh(['domstate', racing])).trim()).toBe('shut off');
   });
 
+  it('keeps, with a warning, volumes another domain uses: a renamed kvm2 domain, a foreign one', async () => {
+    const renamed = `${u}-n`; // its domain renamed by hand: `kvm2-<name>` names no domain now
+    const lent = `${u}-l`; // its seed attached (by pool and volume) to a foreign domain
+    const lone = `${u}-m`; // nobody's: deleted
+    const borrower = `${u}-g`;
+    await makeVolume(`kvm2-${renamed}.qcow2`);
+    await makeVolume(`kvm2-${lent}-seed.iso`);
+    await makeVolume(`kvm2-${lone}.qcow2`);
+    const overlayPath = (await virsh(['vol-path', '--pool', pool, `kvm2-${renamed}.qcow2`])).trim();
+    const defineWith = async (name: string, disk: string): Promise<void> => {
+      const file = path.join(dir, `${name}.xml`);
+      fs.writeFileSync(
+        file,
+        `<domain type='qemu'><name>${name}</name><memory unit='MiB'>32</memory>` +
+          `<os><type arch='x86_64'>hvm</type></os><devices>${disk}</devices></domain>`,
+      );
+      domains.push(name);
+      await virsh(['define', file]);
+    };
+    await defineWith(
+      renamed,
+      `<disk type='file' device='disk'><source file='${overlayPath}'/>` +
+        `<target dev='vda' bus='virtio'/></disk>`,
+    );
+    await virsh(['domrename', renamed, `${renamed}.old`]);
+    domains.splice(domains.indexOf(renamed), 1, `${renamed}.old`);
+    await defineWith(
+      borrower,
+      `<disk type='volume' device='cdrom'><source pool='${pool}' volume='kvm2-${lent}-seed.iso'/>` +
+        `<target dev='sda' bus='sata'/><readonly/></disk>`,
+    );
+
+    const report = await provider.sweepOrphanVolumes('h1', { olderThanMs: 0 });
+    expect(report.removed).toContain(`kvm2-${lone}.qcow2`);
+    expect(report.removed).not.toContain(`kvm2-${renamed}.qcow2`);
+    expect(report.removed).not.toContain(`kvm2-${lent}-seed.iso`);
+    expect(report.skipped).toEqual(
+      expect.arrayContaining([
+        { volume: `kvm2-${renamed}.qcow2`, reason: `in use by domain '${renamed}.old'` },
+        { volume: `kvm2-${lent}-seed.iso`, reason: `in use by domain '${borrower}'` },
+      ]),
+    );
+    const left = await poolVolumes(pool);
+    expect(left).toContain(`kvm2-${renamed}.qcow2`);
+    expect(left).toContain(`kvm2-${lent}-seed.iso`);
+    expect(left).not.toContain(`kvm2-${lone}.qcow2`);
+    expect(
+      logLines.some(
+        (l) => l['level'] === 40 && l['volume'] === `kvm2-${renamed}.qcow2` && l['host'] === 'h1',
+      ),
+    ).toBe(true);
+  });
+
   it('rejects when the host cannot be reached', async () => {
     const closed = await freePort();
     const uri = sshd.uri('/system').replace(`:${sshd.port}/`, `:${closed}/`);

@@ -169,7 +169,9 @@ const EXPECTED_KIND: Readonly<Record<string, ErrorKind | 'derived'>> = {
   'kvm2 ERR_NOT_FOUND': 'not_found',
   'kvm2 ERR_HOST_OBJECT_MISSING': 'permanent',
   'kvm2 ERR_HOST_OBJECT_VANISHED': 'transient',
+  'kvm2 ERR_POOL_INACTIVE': 'transient',
   'kvm2 ERR_PARTIAL_VIEW': 'derived',
+  'kvm2 ERR_DUPLICATE_INSTANCE': 'transient',
   // The queue side: bad job data and a reused uid stay bad; Redis and waiting may pass.
   'kvm2 ERR_INVALID_JOB': 'permanent',
   'kvm2 ERR_UID_REUSED': 'permanent',

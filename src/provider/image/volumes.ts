@@ -1,12 +1,16 @@
 // The libvirt side of the image cache: volume look-ups where "no such volume" is an answer,
 // small volumes written and read whole (the marker), a pool refresh that waits out libvirt's
-// "asynchronous jobs running", and deletion that waits out "still in use".
+// "asynchronous jobs running", and deletion that waits out "still in use". And which domains
+// use a volume, asked before deleting one: libvirt itself lets a volume in use be deleted.
+import path from 'node:path';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LibvirtConnection } from '../../libvirt/connection.js';
 import { VirErr } from '../../libvirt/error-codes.js';
 import { isLibvirtCode } from '../../libvirt/errors.js';
 import {
+  ConnectListAllDomains,
+  DomainGetXMLDesc,
   StoragePoolRefresh,
   StorageVolCreateXML,
   StorageVolDelete,
@@ -14,9 +18,11 @@ import {
   StorageVolGetPath,
   StorageVolLookupByName,
   StorageVolUpload,
+  type NonnullDomain,
   type NonnullStoragePool,
   type NonnullStorageVol,
 } from '../../libvirt/protocol.gen.js';
+import { XmlError, childrenNamed, firstChild, readXml, type XmlElement } from '../xml/types.js';
 import { buildVolumeXml } from '../xml/volume.js';
 
 /** How long a refresh or a delete keeps trying while libvirt says the pool or volume is busy. */
@@ -165,4 +171,104 @@ async function whileBusy<T>(
     }
     await sleep(delay, undefined, { signal });
   }
+}
+
+/** A volume as a domain's disk can name it: by its path, or by its pool and name. */
+export interface VolumeRef {
+  readonly pool: string;
+  readonly name: string;
+  readonly path: string;
+}
+
+/** The domains whose disks name a volume; one listing of the host answers for all volumes. */
+export interface VolumeUsers {
+  /** The names of the domains using `volume`, sorted; empty when none does. */
+  of(volume: VolumeRef): string[];
+}
+
+// virDomainGetXMLFlags: VIR_DOMAIN_XML_INACTIVE, the definition the next boot uses.
+const XML_INACTIVE = 2;
+
+/**
+ * Every domain on the host, and the volumes its disks name: each disk's source and, in a
+ * running domain's live XML, the backing chain libvirt reports under it. A running domain is
+ * read twice, live and as defined: `virsh attach-disk --config` adds a disk to the next boot
+ * only. A domain gone since the listing uses nothing; any other failure is thrown (the caller
+ * cannot tell what is free, so it must not delete).
+ */
+export async function listVolumeUsers(
+  conn: LibvirtConnection,
+  signal: AbortSignal,
+): Promise<VolumeUsers> {
+  const { domains } = await conn.call(
+    ConnectListAllDomains,
+    { needResults: 1, flags: 0 },
+    { signal },
+  );
+  // Quick reads all sent at once, as listByTag sends its metadata reads.
+  const burst = { signal, burst: true };
+  const readXmlDesc = async (dom: NonnullDomain, flags: number): Promise<string | undefined> => {
+    try {
+      return (await conn.call(DomainGetXMLDesc, { dom, flags }, burst)).xml;
+    } catch (err) {
+      if (isLibvirtCode(err, VirErr.NO_DOMAIN)) return undefined;
+      throw err;
+    }
+  };
+  const users = new Map<string, Set<string>>();
+  await Promise.all(
+    domains.flatMap((dom) =>
+      (dom.id === -1 ? [0] : [0, XML_INACTIVE]).map(async (flags) => {
+        const xml = await readXmlDesc(dom, flags);
+        if (xml === undefined) return;
+        for (const key of diskSourceKeys(xml)) {
+          const names = users.get(key) ?? new Set<string>();
+          names.add(dom.name);
+          users.set(key, names);
+        }
+      }),
+    ),
+  );
+  return {
+    of(volume) {
+      const names = new Set([
+        ...(users.get(pathKey(volume.path)) ?? []),
+        ...(users.get(poolVolumeKey(volume.pool, volume.name)) ?? []),
+      ]);
+      return [...names].sort();
+    },
+  };
+}
+
+const pathKey = (file: string): string => `path\0${path.posix.normalize(file)}`;
+const poolVolumeKey = (pool: string, name: string): string => `volume\0${pool}\0${name}`;
+
+/**
+ * The volumes a domain XML's disks name (https://libvirt.org/formatdomain.html#hard-drives-
+ * floppy-disks-cdroms): `<source file=…>` and `<source dev=…>` by path, `<source pool=…
+ * volume=…>` by pool and name, in the disk and in each `<backingStore>` under it.
+ */
+function diskSourceKeys(domainXml: string): string[] {
+  const root = readXml(domainXml);
+  if (root.name !== 'domain') {
+    throw new XmlError('ERR_XML_MALFORMED', `expected a <domain> document, got <${root.name}>`);
+  }
+  const devices = firstChild(root, 'devices');
+  const keys: string[] = [];
+  const visit = (element: XmlElement): void => {
+    const source = firstChild(element, 'source');
+    if (source !== undefined) {
+      for (const attribute of ['file', 'dev']) {
+        const file = source.attributes.get(attribute);
+        if (file !== undefined && file !== '') keys.push(pathKey(file));
+      }
+      const pool = source.attributes.get('pool');
+      const volume = source.attributes.get('volume');
+      if (pool !== undefined && volume !== undefined) keys.push(poolVolumeKey(pool, volume));
+    }
+    const backing = firstChild(element, 'backingStore');
+    if (backing !== undefined) visit(backing);
+  };
+  for (const disk of devices === undefined ? [] : childrenNamed(devices, 'disk')) visit(disk);
+  return keys;
 }

@@ -1,7 +1,10 @@
 // delete (SPEC §3): idempotent at every step. destroy if active → undefine with NVRAM, managed
 // save and snapshot metadata (falling back when a flag is unsupported) → delete the overlay
 // and the seed. "Already gone" counts only for libvirt's no-domain / no-volume errors; a
-// transport error propagates (transient), never "gone". The base image stays.
+// transport error propagates (transient), never "gone". The base image stays. An inactive
+// pool is refused (transient) before the guest is touched. With the domain gone, a volume
+// named after it that another domain's disk uses (the domain renamed by hand, a foreign one
+// that attached it) is kept, with a warning.
 import type { LibvirtConnection } from '../../libvirt/connection.js';
 import { VirErr } from '../../libvirt/error-codes.js';
 import { LibvirtError } from '../../libvirt/errors.js';
@@ -10,11 +13,14 @@ import {
   DomainLookupByName,
   DomainUndefine,
   DomainUndefineFlags,
+  StoragePoolIsActive,
   StoragePoolLookupByName,
-  StorageVolDelete,
-  StorageVolLookupByName,
+  StorageVolGetPath,
   type NonnullDomain,
+  type NonnullStoragePool,
+  type NonnullStorageVol,
 } from '../../libvirt/protocol.gen.js';
+import { Kvm2Error } from '../../errors/error.js';
 import type { ProviderContext } from '../core/host-context.js';
 import {
   instanceLockName,
@@ -23,8 +29,9 @@ import {
   seedVolumeName,
 } from '../core/ids.js';
 import { requireOwned } from '../core/instance.js';
-import { asOperationError, isNoDomain, isNoVolume } from '../core/not-found.js';
+import { asOperationError, isNoDomain } from '../core/not-found.js';
 import { inSpan } from '../core/telemetry.js';
+import { deleteVolume, listVolumeUsers, lookupVolume, type VolumeUsers } from '../image/volumes.js';
 
 const UNDEFINE_MANAGED_SAVE = 1;
 const UNDEFINE_SNAPSHOTS_METADATA = 2;
@@ -37,7 +44,7 @@ const UNDEFINE_FLAG_SETS = [
 ] as const;
 
 interface Io {
-  readonly signal?: AbortSignal | undefined;
+  readonly signal: AbortSignal;
 }
 
 export async function deleteInstance(
@@ -72,7 +79,7 @@ export async function removeLocked(
   const conn = await ctx.hosts.shared(host, io);
   const poolName = ctx.config.hosts.find((h) => h.name === host)?.pool ?? 'default';
   // The pool is looked up alongside the domain (pipelined on the link): both only read.
-  const poolLookup = conn.call(StoragePoolLookupByName, { name: poolName }, io);
+  const poolLookup = activePool(conn, host, poolName, io);
   poolLookup.catch(() => undefined); // awaited below; not unhandled meanwhile
   let dom: NonnullDomain | null = null;
   try {
@@ -82,25 +89,86 @@ export async function removeLocked(
     if (!isNoDomain(err)) throw asOperationError(err);
     dom = null; // gone, or went between the lookup and the metadata read
   }
+  let pool: NonnullStoragePool;
+  try {
+    // Before the guest is destroyed: a delete that could not go on would leave it stopped.
+    pool = await poolLookup;
+  } catch (err) {
+    throw asOperationError(err);
+  }
   // Disks go before the definition: a delete cut short leaves an owned domain, which a later
   // create with another uid refuses, never an orphan overlay that it could boot from.
   if (dom !== null) await destroyIfActive(conn, dom, io);
+  // With the domain gone, its volumes' names are all that ties them to it: asked once.
+  let users: Promise<VolumeUsers> | undefined;
+  const inUse = async (volName: string, vol: NonnullStorageVol): Promise<string[]> => {
+    if (dom !== null) return [];
+    const { name: path } = await conn.call(StorageVolGetPath, { vol }, io);
+    users ??= listVolumeUsers(conn, io.signal);
+    return (await users).of({ pool: poolName, name: volName, path });
+  };
   try {
-    const { pool } = await poolLookup;
     await Promise.all(
       [overlayVolumeName(name), seedVolumeName(name)].map(async (volName) => {
-        try {
-          const { vol } = await conn.call(StorageVolLookupByName, { pool, name: volName }, io);
-          await conn.call(StorageVolDelete, { vol, flags: 0 }, io);
-        } catch (err) {
-          if (!isNoVolume(err)) throw err;
+        const vol = await lookupVolume(conn, pool, volName, io.signal);
+        if (vol === undefined) return;
+        const domains = await inUse(volName, vol);
+        if (domains.length > 0) {
+          ctx.logger.warn(
+            { host, instance: `${host}/${name}`, volume: volName, domains },
+            'delete: the domain is gone but another domain uses its volume; kept',
+          );
+          return;
         }
+        await deleteVolume(conn, vol, io.signal);
       }),
     );
     if (dom !== null) await undefine(conn, dom, io);
   } catch (err) {
-    throw asOperationError(err);
+    throw asOperationError(await poolStoppedMeanwhile(conn, host, poolName, pool, err, io));
   }
+}
+
+/**
+ * The host's pool, or ERR_POOL_INACTIVE (transient) when it is defined but not started: libvirt
+ * refuses every volume call with OPERATION_INVALID, which is permanent in general, while this
+ * is a host condition an operator clears (`virsh pool-start`; the health check reports it as
+ * pool_inactive).
+ */
+async function activePool(
+  conn: LibvirtConnection,
+  host: string,
+  poolName: string,
+  io: Io,
+): Promise<NonnullStoragePool> {
+  const { pool } = await conn.call(StoragePoolLookupByName, { name: poolName }, io);
+  const { active } = await conn.call(StoragePoolIsActive, { pool }, io);
+  if (active === 0) throw poolInactive(host, poolName);
+  return pool;
+}
+
+/** `err`, or ERR_POOL_INACTIVE when the refusal came from the pool being stopped meanwhile. */
+async function poolStoppedMeanwhile(
+  conn: LibvirtConnection,
+  host: string,
+  poolName: string,
+  pool: NonnullStoragePool,
+  err: unknown,
+  io: Io,
+): Promise<unknown> {
+  if (!(err instanceof LibvirtError) || err.libvirtCode !== VirErr.OPERATION_INVALID) return err;
+  const { active } = await conn
+    .call(StoragePoolIsActive, { pool }, io)
+    .catch(() => ({ active: 1 }));
+  return active === 0 ? poolInactive(host, poolName, err) : err;
+}
+
+function poolInactive(host: string, poolName: string, cause?: unknown): Kvm2Error {
+  return new Kvm2Error(
+    'ERR_POOL_INACTIVE',
+    `storage pool '${poolName}' on host '${host}' is not active: the delete goes on once it is started (virsh pool-start ${poolName})`,
+    { cause },
+  );
 }
 
 async function destroyIfActive(conn: LibvirtConnection, dom: NonnullDomain, io: Io): Promise<void> {

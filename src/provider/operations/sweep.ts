@@ -2,9 +2,10 @@
 // `kvm2-<name>-seed.iso` whose domain is gone and that last changed longer ago than the grace
 // period. A volume is deleted only under the instance lock (the key create and delete take),
 // after seeing again that the domain is absent and the volume old, so a create in progress is
-// never raced. A volume that cannot be dated is kept. A failure on one volume is reported and
-// the sweep goes on; a host or pool that cannot be listed fails the sweep (never act on a
-// partial view).
+// never raced. A volume some other domain's disk names (a kvm2 domain renamed by hand, a
+// foreign domain that attached it) is in use, whatever its name says: kept, and reported. A
+// volume that cannot be dated is kept. A failure on one volume is reported and the sweep goes
+// on; a host or pool that cannot be listed fails the sweep (never act on a partial view).
 import type { LibvirtConnection } from '../../libvirt/connection.js';
 import {
   DomainLookupByName,
@@ -17,10 +18,10 @@ import {
 import { hostConfig, type ProviderContext } from '../core/host-context.js';
 import { Kvm2Error } from '../../errors/error.js';
 import { formatInstanceId, instanceLockName, instanceVolumeOwner } from '../core/ids.js';
-import { deleteVolume, lookupVolume } from '../image/volumes.js';
+import { deleteVolume, listVolumeUsers, lookupVolume, type VolumeUsers } from '../image/volumes.js';
 import { asOperationError, isNoDomain } from '../core/not-found.js';
 import { inSpan } from '../core/telemetry.js';
-import { XmlError, firstChild, readXml } from '../xml/types.js';
+import { XmlError, firstChild, readXml, type XmlElement } from '../xml/types.js';
 
 export interface SweepOptions {
   /** The grace period: only volumes last changed longer ago than this are deleted. */
@@ -34,7 +35,8 @@ export interface SweepReport {
   readonly host: string;
   /** Volumes deleted, sorted. */
   readonly removed: string[];
-  /** Orphan candidates left in place because something failed, each with why. */
+  /** Orphan candidates left in place because another domain uses them or something failed,
+   *  each with why. */
   readonly skipped: { volume: string; reason: string }[];
   /** kvm2 instance volumes left in place: their domain exists, or they are young or undatable. */
   readonly kept: number;
@@ -62,7 +64,11 @@ interface Sweep {
   readonly host: string;
   readonly conn: LibvirtConnection;
   readonly pool: NonnullStoragePool;
+  readonly poolName: string;
   readonly report: Tally;
+  /** The host's domains and the volumes they use: listed once, when first asked (most sweeps
+   *  find no orphan, and a listing reads every domain's XML). */
+  readonly users: (signal: AbortSignal) => Promise<VolumeUsers>;
   /** True when a volume last changed at `changedAt` is past the grace period. */
   readonly isOld: (changedAt: number | undefined) => boolean;
   readonly signal?: AbortSignal | undefined;
@@ -105,7 +111,19 @@ export async function sweepOrphanVolumes(
     const report: Tally = { removed: [], skipped: [], kept: 0 };
     const isOld = (changedAt: number | undefined): boolean =>
       changedAt !== undefined && now - changedAt > olderThanMs;
-    const sweep: Sweep = { ctx, host, conn, pool, report, isOld, signal };
+    let users: Promise<VolumeUsers> | undefined;
+    const sweep: Sweep = {
+      ctx,
+      host,
+      conn,
+      pool,
+      poolName,
+      report,
+      isOld,
+      signal,
+      // Under the first candidate's lock; a listing that failed answers each candidate so.
+      users: (lockSignal) => (users ??= listVolumeUsers(conn, lockSignal)),
+    };
     for (const [name, volumes] of volumesByInstance(vols)) {
       signal?.throwIfAborted();
       await sweepInstance(sweep, name, volumes);
@@ -197,8 +215,15 @@ async function removeLocked(
     try {
       const vol = await lookupVolume(conn, pool, volume, signal);
       if (vol === undefined) continue; // deleted meanwhile: nothing left to count
-      if (!sweep.isOld(await volumeChangedAt(conn, vol, { signal }))) {
+      const described = await describeVolume(conn, vol, { signal });
+      if (!sweep.isOld(described.changedAt)) {
         report.kept += 1;
+        continue;
+      }
+      const ref = { pool: sweep.poolName, name: volume, path: described.path };
+      const usedBy = (await sweep.users(signal)).of(ref);
+      if (usedBy.length > 0) {
+        keepInUse(sweep, volume, usedBy);
         continue;
       }
       if (await deleteVolume(conn, vol, signal)) report.removed.push(volume);
@@ -251,6 +276,16 @@ async function withInstanceLock(
   }
 }
 
+/** Records a volume another domain uses as skipped, naming the domains. */
+function keepInUse(sweep: Sweep, volume: string, domains: readonly string[]): void {
+  const reason = `in use by domain ${domains.map((d) => `'${d}'`).join(', ')}`;
+  sweep.report.skipped.push({ volume, reason });
+  sweep.ctx.logger.warn(
+    { host: sweep.host, volume, domains },
+    'sweep: volume named as an orphan is in use by another domain; kept',
+  );
+}
+
 /** Records a volume as skipped; a cancelled sweep ends instead. */
 function skip(sweep: Sweep, volume: string, err: unknown): void {
   if (sweep.signal?.aborted === true) throw err;
@@ -266,9 +301,28 @@ async function volumeChangedAt(
   vol: NonnullStorageVol,
   io: Io,
 ): Promise<number | undefined> {
+  return (await describeVolume(conn, vol, io)).changedAt;
+}
+
+/** When the volume last changed, and its path (what a domain's disk names it by). */
+async function describeVolume(
+  conn: LibvirtConnection,
+  vol: NonnullStorageVol,
+  io: Io,
+): Promise<{ changedAt: number | undefined; path: string }> {
   // libvirt refreshes the volume (stat) before describing it: the timestamps are current.
   const { xml } = await conn.call(StorageVolGetXMLDesc, { vol, flags: 0 }, io);
-  return parseVolumeChangedAt(xml);
+  const target = firstChild(readVolumeXml(xml), 'target');
+  const path = (target === undefined ? undefined : firstChild(target, 'path')?.text.trim()) ?? '';
+  return { changedAt: targetChangedAt(target), path };
+}
+
+function readVolumeXml(volumeXml: string): XmlElement {
+  const root = readXml(volumeXml);
+  if (root.name !== 'volume') {
+    throw new XmlError('ERR_XML_MALFORMED', `expected a <volume> document, got <${root.name}>`);
+  }
+  return root;
 }
 
 /**
@@ -278,11 +332,10 @@ async function volumeChangedAt(
  * disks when it stops. Only file-backed volumes have timestamps; undefined without one.
  */
 export function parseVolumeChangedAt(volumeXml: string): number | undefined {
-  const root = readXml(volumeXml);
-  if (root.name !== 'volume') {
-    throw new XmlError('ERR_XML_MALFORMED', `expected a <volume> document, got <${root.name}>`);
-  }
-  const target = firstChild(root, 'target');
+  return targetChangedAt(firstChild(readVolumeXml(volumeXml), 'target'));
+}
+
+function targetChangedAt(target: XmlElement | undefined): number | undefined {
   const timestamps = target === undefined ? undefined : firstChild(target, 'timestamps');
   if (timestamps === undefined) return undefined;
   let latest: number | undefined;
