@@ -34,6 +34,26 @@ describe('errors name their path', () => {
       "kvm2.hosts[1].name: duplicate host name 'hv1' (also hosts[0])",
     ],
     [
+      'two hosts with one libvirt URI',
+      { hosts: [local, { ...local, name: 'hv2' }] },
+      "kvm2.hosts[1].uri: host 'hv2' reaches the same libvirt daemon as host 'hv1' (hosts[0]): its domains would be listed, and deleted, twice",
+    ],
+    [
+      'two spellings of one ssh endpoint (the default port written out, other parameters)',
+      {
+        hosts: [
+          { ...local, uri: 'qemu+ssh://root@hv.example/system' },
+          { ...local, name: 'b', uri: 'qemu+ssh://root@HV.example:22/system?keyfile=/k' },
+        ],
+      },
+      "kvm2.hosts[1].uri: host 'b' reaches the same libvirt daemon as host 'hv1' (hosts[0]): its domains would be listed, and deleted, twice",
+    ],
+    [
+      'two spellings of the local daemon',
+      { hosts: [local, { ...local, name: 'b', uri: 'qemu+unix:///system' }] },
+      "kvm2.hosts[1].uri: host 'b' reaches the same libvirt daemon as host 'hv1' (hosts[0]): its domains would be listed, and deleted, twice",
+    ],
+    [
       'a vendor-data part whose type is not a MIME type',
       withHost({
         images: {
@@ -336,6 +356,29 @@ describe('errors name their path', () => {
       ]),
     );
     expect(issues).toHaveLength(5);
+  });
+
+  it('never echoes the password of a duplicate libvirt URI', () => {
+    const uri = 'qemu+ssh://root:hunter2@hv.example/system';
+    const issues = issuesOf({
+      hosts: [
+        { ...local, uri },
+        { ...local, name: 'b', uri: uri.replace('/system', ':22/system') },
+      ],
+    });
+    expect(issues).toEqual([expect.stringMatching(/^kvm2\.hosts\[1\]\.uri: host 'b' reaches /)]);
+    expect(issues.join('\n')).not.toContain('hunter2');
+  });
+
+  it('accepts hosts that share a machine but not a daemon', () => {
+    const hosts = [
+      { ...local, name: 'a', uri: 'qemu+ssh://root@hv.example/system' },
+      { ...local, name: 'b', uri: 'qemu+ssh://root@hv.example:2222/system' },
+      { ...local, name: 'c', uri: 'qemu+ssh://root@hv.example/session' },
+      { ...local, name: 'd', uri: 'qemu+ssh://root@hv.example/system?socket=/srv/other-sock' },
+      { ...local, name: 'e', uri: 'test:///default' },
+    ];
+    expect(parseConfig({ hosts }).hosts.map((h) => h.name)).toEqual(['a', 'b', 'c', 'd', 'e']);
   });
 
   it('never echoes a redis password', () => {

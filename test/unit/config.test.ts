@@ -191,9 +191,14 @@ describe('values', () => {
   it("reads serialLogDir: libvirt's qemu log directory by default, a directory, or none", () => {
     const config = parseConfig({
       hosts: [
-        { ...local, name: 'a' },
-        { ...local, name: 'b', serialLogDir: '/srv/guest-logs/' },
-        { ...local, name: 'c', serialLogDir: 'none' },
+        { ...local, name: 'a', uri: 'qemu+ssh://root@a.example/system' },
+        {
+          ...local,
+          name: 'b',
+          uri: 'qemu+ssh://root@b.example/system',
+          serialLogDir: '/srv/guest-logs/',
+        },
+        { ...local, name: 'c', uri: 'qemu+ssh://root@c.example/system', serialLogDir: 'none' },
       ],
     });
     expect(config.hosts.map((h) => h.serialLogDir)).toEqual([
@@ -206,10 +211,16 @@ describe('values', () => {
   it('defaults cpuMode by domainType and keeps an explicit one', () => {
     const config = parseConfig({
       hosts: [
-        { ...local, name: 'a' },
-        { ...local, name: 'b', domainType: 'qemu' },
-        { ...local, name: 'c', domainType: 'qemu', cpuMode: 'host-model' },
-        { ...local, name: 'd', cpuMode: 'none' },
+        { ...local, name: 'a', uri: 'qemu+ssh://root@a.example/system' },
+        { ...local, name: 'b', uri: 'qemu+ssh://root@b.example/system', domainType: 'qemu' },
+        {
+          ...local,
+          name: 'c',
+          uri: 'qemu+ssh://root@c.example/system',
+          domainType: 'qemu',
+          cpuMode: 'host-model',
+        },
+        { ...local, name: 'd', uri: 'qemu+ssh://root@d.example/system', cpuMode: 'none' },
       ],
     });
     expect(config.hosts.map((h) => h.cpuMode)).toEqual([

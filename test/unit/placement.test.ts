@@ -8,7 +8,7 @@ import type { HealthReport, HealthStatus } from '../../src/provider/operations/c
 const config = parseConfig({
   hosts: ['a', 'b', 'c', 'd'].map((name, i) => ({
     name,
-    uri: 'qemu:///system',
+    uri: `qemu+ssh://root@${name}.example/system`, // one daemon per host
     pool: 'default',
     network: 'default',
     zone: i < 3 ? 'z1' : 'z2',

@@ -7,6 +7,7 @@ import { redactUrl } from '../../errors/redact-url.js';
 import { parseLibvirtUri } from '../../libvirt/transport/uri.js';
 import { MAX_VCPUS } from '../xml/types.js';
 import { vendorPartProblem } from '../seed/vendor-part.js';
+import { daemonKey } from './same-daemon.js';
 import { duration, hostName, isLoopback, listen, parseListen, size } from './values.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -122,6 +123,20 @@ const hosts = z
           code: 'custom',
           path: [i, 'name'],
           message: `duplicate host name '${h.name}' (also hosts[${earlier}])`,
+        });
+    });
+    // One daemon under two entries: its domains would have two ids each (same-daemon.ts).
+    const daemons = new Map<string, number>();
+    list.forEach((h, i) => {
+      const key = daemonKey(h.uri);
+      if (key === undefined) return;
+      const earlier = daemons.get(key);
+      if (earlier === undefined) daemons.set(key, i);
+      else
+        ctx.addIssue({
+          code: 'custom',
+          path: [i, 'uri'],
+          message: `host '${h.name}' reaches the same libvirt daemon as host '${list[earlier]?.name ?? ''}' (hosts[${earlier}]): its domains would be listed, and deleted, twice`,
         });
     });
   });

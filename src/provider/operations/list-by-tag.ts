@@ -1,6 +1,7 @@
 // listByTag (SPEC §3): every kvm2 instance with a tag, across all hosts, from the domain list
 // and metadata only (no state or address reads; state says only active or not). A host that
-// cannot be listed fails the whole call: GC must never act on a partial view. One domain
+// cannot be listed fails the whole call: GC must never act on a partial view. So does one
+// instance (uid) seen under two hosts: GC keeping one id would delete the other. One domain
 // whose metadata cannot be read, or whose name is not a DNS label, is skipped with a warning.
 import { LibvirtError } from '../../libvirt/errors.js';
 import { ConnectListAllDomains } from '../../libvirt/protocol.gen.js';
@@ -27,8 +28,32 @@ export async function listByTag(
         }
       }),
     );
-    return perHost.flat();
+    const all = perHost.flat();
+    const twice = duplicateInstanceError(all);
+    if (twice !== undefined) throw twice;
+    return all;
   });
+}
+
+/**
+ * One uid under two hosts: two host entries reach one libvirtd by routes the configuration
+ * cannot tell apart (a symlinked socket, two names of one machine), or a migration is under way.
+ * Transient: a migration ends; a configuration mistake shows in every GC round's failure.
+ */
+function duplicateInstanceError(instances: readonly Instance[]): Kvm2Error | undefined {
+  const byUid = new Map<string, Instance>();
+  for (const instance of instances) {
+    const first = byUid.get(instance.uid);
+    if (first === undefined) byUid.set(instance.uid, instance);
+    else if (first.host !== instance.host) {
+      return new Kvm2Error(
+        'ERR_DUPLICATE_INSTANCE',
+        `listByTag: instance uid ${instance.uid} is listed as both ${first.id} and ${instance.id}: ` +
+          `hosts '${first.host}' and '${instance.host}' reach one libvirtd, or it is being migrated; answering nothing`,
+      );
+    }
+  }
+  return undefined;
 }
 
 /**
