@@ -11,7 +11,8 @@ export const RETENTION = {
   removeOnFail: { age: 7 * 24 * HOUR_S, count: 50_000 },
 } as const satisfies JobsOptions;
 
-/** Transient failures retry with exponential backoff (2 s, 4 s, 8 s, 16 s) and ±50% jitter. */
+/** Transient failures retry with exponential backoff: nominal 2 s, 4 s, 8 s, 16 s; jitter 0.5 takes
+ *  each between half of it and all of it (BullMQ Backoffs.calculate; docs/jobs.md, "Options"). */
 export const DEFAULT_JOB_OPTIONS: Readonly<Record<JobName, JobsOptions>> = Object.freeze({
   create: {
     ...RETENTION,

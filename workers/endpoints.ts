@@ -1,5 +1,6 @@
 // The worker's own endpoints (SPEC §8): /healthz (the process answers), /readyz (Redis
-// reachable, workers running, not shutting down) and /metrics (Prometheus text).
+// reachable, workers running, not shutting down) and /metrics (Prometheus text). They serve
+// from the process's start, before the runtime's (which waits for Redis) is done.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { WorkerRuntime } from './runtime.js';
@@ -9,8 +10,11 @@ export interface Endpoints {
   close(): Promise<void>;
 }
 
+/** What the endpoints report: a runtime, or the process while its runtime starts. */
+export type EndpointSource = Pick<WorkerRuntime, 'ready' | 'metrics'>;
+
 export async function serveEndpoints(
-  runtime: WorkerRuntime,
+  source: EndpointSource,
   listen: { readonly host: string; readonly port: number },
 ): Promise<Endpoints> {
   const server: Server = createServer((req, res) => {
@@ -22,14 +26,14 @@ export async function serveEndpoints(
     if (path === '/healthz') {
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
     } else if (path === '/readyz') {
-      const ready = runtime.ready();
+      const ready = source.ready();
       res
         .writeHead(ready ? 200 : 503, { 'content-type': 'text/plain' })
         .end(ready ? 'ready\n' : 'not ready\n');
     } else if (path === '/metrics') {
       res
         .writeHead(200, { 'content-type': 'text/plain; version=0.0.4' })
-        .end(runtime.metrics.render());
+        .end(source.metrics.render());
     } else {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
     }

@@ -1,14 +1,17 @@
-// The worker process (`kvm2 worker`, `npm start`): telemetry, the runtime, its endpoints, and
-// the signals. SIGTERM or SIGINT stops taking jobs and lets active ones finish within
-// `worker.shutdownTimeout`, then releases the rest to their queues; a second signal cancels
-// and releases at once; a third exits at once, whatever is left (BullMQ's stalled-job check
-// gives an abandoned job to another worker).
+// The worker process (`kvm2 worker`, `npm start`): telemetry, the endpoints, the signals and
+// the runtime, in that order: the runtime's start waits for Redis for as long as Redis is away,
+// and meanwhile /healthz answers, /readyz says 503 and a signal ends the start. SIGTERM or
+// SIGINT stops taking jobs and lets active ones finish within `worker.shutdownTimeout`, then
+// releases the rest to their queues; a second signal cancels and releases at once; a third
+// exits at once, whatever is left (BullMQ's stalled-job check gives an abandoned job to another
+// worker).
 import type { Logger } from 'pino';
 import type { Kvm2Config } from '../src/provider/config/schema.js';
-import { serveEndpoints } from './endpoints.js';
+import { serveEndpoints, type Endpoints } from './endpoints.js';
 import { createLogger } from './logger.js';
+import { WorkerMetrics } from './run/metrics.js';
 import { startTelemetry } from './telemetry.js';
-import { startWorker } from './runtime.js';
+import { startWorker, type WorkerRuntime } from './runtime.js';
 
 export interface RunWorkerOptions {
   readonly hosts?: readonly string[] | undefined;
@@ -18,39 +21,64 @@ export interface RunWorkerOptions {
 export async function runWorker(config: Kvm2Config, options: RunWorkerOptions = {}): Promise<void> {
   const logger = options.logger ?? createLogger({ name: 'kvm2-worker' });
   const telemetry = startTelemetry('kvm2-worker');
-  const runtime = await startWorker(config, { hosts: options.hosts, logger });
-  let endpoints: Awaited<ReturnType<typeof serveEndpoints>>;
-  try {
-    endpoints = await serveEndpoints(runtime, config.worker.listen);
-  } catch (err) {
-    // The workers took jobs as soon as they started: they are released, not abandoned.
-    logger.error({ err: (err as Error).message }, 'endpoints could not start; stopping');
-    await runtime.close({ force: true });
-    await telemetry.shutdown().catch(() => undefined);
-    throw err;
-  }
-  logger.info({ endpoints: endpoints.url, queues: runtime.queues }, 'worker ready');
+  const metrics = new WorkerMetrics();
+  let runtime: WorkerRuntime | undefined;
+  // Fired by the first signal: it ends the start if one is under way, else the wait for it.
+  const stop = new AbortController();
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    signals += 1;
+    if (signals > 2) {
+      logger.warn({ signal }, 'third signal: exiting now');
+      logger.flush();
+      process.exit(1);
+    }
+    const force = signals > 1;
+    logger.info({ signal, force }, force ? 'second signal: forcing shutdown' : 'shutting down');
+    stop.abort(new Error(`${signal} during the start`));
+    // The close under way ends its graceful wait; its failure is reported where it is awaited.
+    if (force) runtime?.close({ force }).catch(() => undefined);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
 
-  await new Promise<void>((resolve) => {
-    let signals = 0;
-    const onSignal = (signal: NodeJS.Signals): void => {
-      signals += 1;
-      if (signals > 2) {
-        logger.warn({ signal }, 'third signal: exiting now');
-        logger.flush();
-        process.exit(1);
-      }
-      const force = signals > 1;
-      logger.info({ signal, force }, force ? 'second signal: forcing shutdown' : 'shutting down');
-      runtime.close({ force }).then(resolve, (err: unknown) => {
-        logger.error({ err: (err as Error).message }, 'shutdown failed');
-        resolve();
+  let endpoints: Endpoints | undefined;
+  try {
+    try {
+      const source = { metrics, ready: () => runtime?.ready() ?? false };
+      endpoints = await serveEndpoints(source, config.worker.listen);
+    } catch (err) {
+      logger.error({ err: (err as Error).message }, 'endpoints could not start; stopping');
+      throw err;
+    }
+    logger.info({ endpoints: endpoints.url }, 'endpoints listening');
+    try {
+      runtime = await startWorker(config, {
+        hosts: options.hosts,
+        logger,
+        metrics,
+        signal: stop.signal,
       });
-    };
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
-  });
-  await endpoints.close();
-  await telemetry.shutdown().catch(() => undefined);
-  logger.flush();
+    } catch (err) {
+      if (stop.signal.aborted) return; // a signal ended the start: nothing was left running
+      throw err;
+    }
+    if (!stop.signal.aborted) {
+      logger.info({ endpoints: endpoints.url, queues: runtime.queues }, 'worker ready');
+      await new Promise((resolve) =>
+        stop.signal.addEventListener('abort', resolve, { once: true }),
+      );
+    }
+    await runtime.close({ force: signals > 1 }).catch((err: unknown) => {
+      logger.error({ err: (err as Error).message }, 'shutdown failed');
+    });
+  } finally {
+    // The runtime's close says it; a process that never had one says it here.
+    if (runtime === undefined) logger.info('worker stopped');
+    await endpoints?.close();
+    await telemetry.shutdown().catch(() => undefined);
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+    logger.flush();
+  }
 }

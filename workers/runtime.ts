@@ -1,9 +1,11 @@
 // A worker process's runtime (SPEC §8): one BullMQ Worker per served host queue, with the
 // host's concurrency as that queue's global concurrency (so all processes together never
-// exceed it), one each on `gc` and `health`, the health job schedulers, and an orderly close.
-// workers/process.ts adds signals and the HTTP endpoints around it.
+// exceed it), one each on `gc` and `health`, the health job schedulers, and an orderly close
+// that ends, on its own, within shutdownTimeout plus 5 s even during a Redis outage. The start
+// waits for Redis as long as Redis is away; its signal ends it. workers/process.ts adds signals
+// and the HTTP endpoints around it.
 import { trace, type Tracer } from '@opentelemetry/api';
-import { Queue, Worker, type Job } from 'bullmq';
+import { Queue, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { pruneHealth } from '../queues/health.js';
 import { RETENTION } from '../queues/job-options.js';
@@ -15,7 +17,7 @@ import {
   type RedisConnection,
 } from '../queues/redis.js';
 import type { JobName } from '../queues/registry.js';
-import { appendResult } from '../queues/results.js';
+import { appendRunResult } from '../queues/results.js';
 import type { Kvm2Config } from '../src/provider/config/schema.js';
 import { Provider } from '../src/provider/provider.js';
 import type { WorkerServices } from './run/services.js';
@@ -26,6 +28,7 @@ import { JobRuns } from './run/cancellation.js';
 import { WorkerMetrics } from './run/metrics.js';
 import { instanceOf, makeProcessor } from './runner.js';
 import { completingBackend } from './run/completion.js';
+import { DroppableWorker, dropConnection } from './droppable-worker.js';
 
 const HEALTH_SCHEDULER_PREFIX = 'health:';
 /** gc and health jobs at once per process: they are light, and mostly wait on hosts. */
@@ -36,16 +39,30 @@ const MAX_STALLED = 3;
 const STALLED_OUT = /stalled more than allowable limit/;
 /**
  * After the graceful bound, how long the rest of the teardown may take in all: cancelled jobs
- * releasing themselves, BullMQ's forced close, the queues' close, QUIT. One budget for every
- * step, so a shutdown during a Redis outage ends within shutdownTimeout plus this.
+ * releasing themselves, BullMQ's close, the queues' close, QUIT, then the drop of whatever
+ * still waits on Redis. One budget, so a shutdown during a Redis outage ends within
+ * shutdownTimeout plus this.
  */
 const TEARDOWN_BOUND_MS = 5_000;
+/**
+ * The end of that budget kept for the drop: ioredis gives a dropped connection whose socket is
+ * already gone its `disconnectTimeout` (2 s) before it gives up on it, and that timer holds the
+ * process meanwhile.
+ */
+const DROP_RESERVE_MS = 2_000;
 
 export interface WorkerOptions {
   /** Host queues to serve (default: every configured host). gc and health are always served. */
   readonly hosts?: readonly string[] | undefined;
   readonly logger: Logger;
   readonly tracer?: Tracer | undefined;
+  /** Where the runtime counts (default: its own); the process serves it before the start ends. */
+  readonly metrics?: WorkerMetrics | undefined;
+  /**
+   * Ends a start still under way (it waits for Redis as long as Redis is away): what it made
+   * is dropped, and startWorker rejects with the signal's reason. No effect once started.
+   */
+  readonly signal?: AbortSignal | undefined;
 }
 
 export interface WorkerRuntime {
@@ -79,14 +96,45 @@ export async function startWorker(
   config: Kvm2Config,
   options: WorkerOptions,
 ): Promise<WorkerRuntime> {
+  const { signal } = options;
+  signal?.throwIfAborted();
   const hosts = selectHosts(config, options.hosts);
   const logger = options.logger;
-  const prefix = config.redis.prefix;
   const target = redisTarget(config.redis);
   const redis = createWorkerConnection(target);
   redis.on('error', (err: Error) => {
     logger.warn({ redis: redisEndpoint(target), err: err.message }, 'redis error');
   });
+  const workers: DroppableWorker[] = [];
+  // The start waits for Redis for as long as it is away; the signal ends the wait, and the
+  // drop rejects whatever the start still waits on.
+  let onAbort = (): void => undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal?.reason as Error);
+  });
+  signal?.addEventListener('abort', onAbort, { once: true });
+  const starting = start(config, options, hosts, redis, workers);
+  starting.catch(() => undefined); // when the signal won, its end is of no interest
+  try {
+    return await Promise.race([starting, aborted]);
+  } catch (err) {
+    drop(workers, redis);
+    throw err;
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+/** startWorker's steps, each worker it makes added to `workers` as it is made. */
+async function start(
+  config: Kvm2Config,
+  options: WorkerOptions,
+  hosts: readonly string[],
+  redis: RedisConnection,
+  workers: DroppableWorker[],
+): Promise<WorkerRuntime> {
+  const { logger, signal } = options;
+  const prefix = config.redis.prefix;
   await redis.ping();
   await warnUnlessNoEviction(redis, logger);
 
@@ -105,9 +153,9 @@ export async function startWorker(
   };
   let releasing = false;
   const runs = new JobRuns();
-  const metrics = new WorkerMetrics();
+  const metrics = options.metrics ?? new WorkerMetrics();
   // Filled in below, once the host queues' workers exist.
-  const hostWorkers = new Map<string, Worker>();
+  const hostWorkers = new Map<string, DroppableWorker>();
   const breakers = new HostBreakers({
     pause: async (host) => hostWorkers.get(host)?.pause(true),
     resume: async (host) => hostWorkers.get(host)?.resume(),
@@ -145,8 +193,10 @@ export async function startWorker(
     { name: GC_QUEUE, concurrency: FLEET_CONCURRENCY, host: undefined },
     { name: HEALTH_QUEUE, concurrency: FLEET_CONCURRENCY, host: undefined },
   ];
-  const workers = served.map(({ name, concurrency, host }) => {
-    const worker = new Worker(
+  // A reply that came in as the signal fired: no worker is made after it.
+  signal?.throwIfAborted();
+  for (const { name, concurrency, host } of served) {
+    const worker = new DroppableWorker(
       name,
       makeProcessor(env, name),
       {
@@ -171,9 +221,10 @@ export async function startWorker(
       if (job !== undefined) reportStalledOut(redis, prefix, logger, job, err);
     });
     if (host !== undefined) hostWorkers.set(host, worker);
-    return worker;
-  });
+    workers.push(worker);
+  }
   await Promise.all(workers.map((w) => w.waitUntilReady()));
+  signal?.throwIfAborted();
   const watchers: EventWatchers | undefined = config.events.watch
     ? startEventWatchers(env, hosts)
     : undefined;
@@ -195,30 +246,30 @@ export async function startWorker(
     const inTime = force
       ? false
       : await Promise.race([within(graceful, config.worker.shutdownTimeout), forced]);
-    const teardownEnds = Date.now() + TEARDOWN_BOUND_MS;
-    const left = (): number => Math.max(0, teardownEnds - Date.now());
+    const waitsEnd = Date.now() + TEARDOWN_BOUND_MS - DROP_RESERVE_MS;
+    const left = (): number => Math.max(0, waitsEnd - Date.now());
     if (!inTime) {
       releasing = true;
       logger.warn({ active: metrics.activeTotal() }, 'shutdown: releasing the jobs still running');
       runs.cancelAll(new Error('worker shutting down'));
-      if (!(await within(graceful, left()))) {
-        // BullMQ's forced close still talks to Redis: bounded like the rest of the teardown.
-        await within(Promise.allSettled(workers.map((w) => w.close(true))), left());
-      }
+      // The cancelled runs release their jobs (a BullMQ move each); then BullMQ's close goes on.
+      await within(graceful, left());
     }
     await within(Promise.resolve(watchersClosed), left());
     const queuesClosed = Promise.allSettled([...producerQueues.values()].map((q) => q.close()));
     await within(queuesClosed, left());
     await provider.close();
     // During a Redis outage QUIT would wait behind the offline queue (lease renewals, BullMQ's
-    // lock extensions) for as long as the outage lasts: bounded, then the connection is
-    // dropped (which also closes a Sentinel connection's failover detector, closeConnection).
+    // lock extensions) for as long as the outage lasts: bounded, then dropped with the rest.
     if (redis.status === 'ready')
       await within(
         redis.quit().catch(() => undefined),
         left(),
       );
-    redis.disconnect();
+    // Whatever still waits on Redis (BullMQ's close and blocking reads during an outage) is
+    // dropped: BullMQ's close(true) would return the graceful close's promise, and do nothing.
+    // Dropping also closes a Sentinel connection's failover detector (closeConnection).
+    drop(workers, redis);
     logger.info('worker stopped');
   };
 
@@ -239,10 +290,19 @@ export async function startWorker(
   };
 }
 
+/** Ends the workers and the connection at once, whatever they still wait on (droppable-worker.ts). */
+function drop(workers: readonly DroppableWorker[], redis: RedisConnection): void {
+  for (const w of workers) w.drop();
+  dropConnection(redis);
+}
+
 /**
  * A job whose workers died more than MAX_STALLED times is failed by BullMQ without calling the
  * processor, so the runner writes no result for it: this does, so waitFor and consumers learn
- * it failed (SPEC §8: every attempt's outcome is on the stream).
+ * it failed (SPEC §8: every attempt's outcome is on the stream). The attempt is the one BullMQ
+ * counted (its `failed` event comes after moveToFailed counted it). Written as a run's final
+ * result is (append-result-once.lua), so an attempt whose last run wrote its final result
+ * before its worker died keeps that one: one final result per job (docs/results.md).
  */
 function reportStalledOut(
   redis: RedisConnection,
@@ -252,19 +312,23 @@ function reportStalledOut(
   err: Error,
 ): void {
   if (!STALLED_OUT.test(err.message)) return;
-  appendResult(redis, prefix, {
-    jobId: job.id ?? '',
+  const jobId = job.id ?? '';
+  const result = {
+    jobId,
     op: job.name as JobName,
     outcome: 'failed',
-    attempt: job.attemptsMade + 1,
+    attempt: job.attemptsMade,
     timestamp: Date.now(),
     instanceId: instanceOf(job.data),
     errorKind: 'transient',
     errorCode: 'ERR_JOB_STALLED',
     message: `its worker stopped ${job.stalledCounter} times while running it (killed, or blocked longer than worker.stalledAfter)`,
-  }).catch((e: unknown) => {
-    logger.warn({ job: job.id, err: (e as Error).message }, 'could not append a result');
-  });
+  } as const;
+  appendRunResult(redis, prefix, result, `${prefix}:${job.queueName}:${jobId}`).catch(
+    (e: unknown) => {
+      logger.warn({ job: job.id, err: (e as Error).message }, 'could not append a result');
+    },
+  );
 }
 
 /** Resolves true when `work` settles within `ms`, false otherwise (work goes on). */

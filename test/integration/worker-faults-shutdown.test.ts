@@ -60,19 +60,19 @@ describe('Redis gone during shutdown', () => {
 });
 
 describe('endpoints that cannot start', () => {
-  it('a worker whose listen address is taken stops its workers and exits non-zero', async () => {
+  it('a worker whose listen address is taken starts no worker and exits non-zero', async () => {
     const taken = net.createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     const { port } = taken.address() as net.AddressInfo;
     try {
       const w = await startWorkerProcess(writeConfig({ listen: `127.0.0.1:${port}` }), {
         readyTimeoutMs: 90_000,
-        // The runtime started (its workers took jobs) before the bind failed: it is closed,
-        // its jobs released, not left to stall when the process goes.
+        // The endpoints come first: the bind fails before any worker could take a job.
         readyMatch: (l) => l.msg === 'worker stopped',
       });
       workers.push(w);
       expect(w.logs.some((l) => l.msg === 'endpoints could not start; stopping')).toBe(true);
+      expect(w.logs.some((l) => l.msg === 'worker ready')).toBe(false);
       expect((await w.exited).code).not.toBe(0);
     } finally {
       taken.close();
