@@ -1,13 +1,30 @@
 // ioredis connections for the two sides of the queue (STACK-NOTES). A producer fails fast: no
 // offline queue, so a command during an outage rejects at once instead of waiting for Redis
-// to come back. A worker waits: BullMQ's blocking commands need maxRetriesPerRequest null.
+// to come back, and a command Redis does not answer (no reply, no reset) times out. A worker
+// waits: BullMQ's blocking commands need maxRetriesPerRequest null and no command timeout.
 import type { Socket } from 'node:net';
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { Cluster, Command, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { ClusterConfig, RedisConfig, SentinelConfig } from '../src/provider/config/schema.js';
 import { DEFAULT_PREFIX } from './names.js';
 import { Kvm2Error } from '../src/errors/error.js';
 
 const PRODUCER_CONNECT_TIMEOUT_MS = 1_500;
+/**
+ * How long a producer's command may go unanswered before it fails as an outage. A Redis that
+ * stops answering without closing the socket (hung, or cut off with no RST) otherwise holds
+ * every call for ever: ioredis sees no error until TCP gives up, after many minutes. Far above
+ * an enqueue's round trip on a busy Redis.
+ */
+const PRODUCER_COMMAND_TIMEOUT_MS = 5_000;
+/**
+ * What a command that waits on purpose (a blocking read's BLOCK, WAIT's timeout) is given on
+ * top of its own wait before it times out (boundWaitingCommands).
+ */
+const WAITING_COMMAND_GRACE_MS = 2_000;
+/** setTimeout's longest delay; a longer one fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** How long closing waits for QUIT's answer before it drops the connection. */
+const QUIT_TIMEOUT_MS = 2_000;
 
 /** Reconnect in the background with a capped backoff; callers in between fail fast. */
 function reconnectBackoff(times: number): number {
@@ -18,10 +35,13 @@ export const producerRedisOptions: Readonly<RedisOptions> = Object.freeze({
   enableOfflineQueue: false,
   maxRetriesPerRequest: 1,
   connectTimeout: PRODUCER_CONNECT_TIMEOUT_MS,
+  commandTimeout: PRODUCER_COMMAND_TIMEOUT_MS,
   lazyConnect: true,
   retryStrategy: reconnectBackoff,
 });
 
+// No commandTimeout: BullMQ's blocking reads (BZPOPMIN, XREAD BLOCK) would time out under it,
+// and BullMQ requires these connections to wait (maxRetriesPerRequest null).
 export const workerRedisOptions: Readonly<RedisOptions> = Object.freeze({
   maxRetriesPerRequest: null,
   enableOfflineQueue: true,
@@ -181,9 +201,48 @@ export function coalesceWrites<C extends RedisConnection>(redis: C): C {
   return redis;
 }
 
+const bounded = new WeakSet<RedisConnection>();
+
+/**
+ * The time a command asks Redis to wait, in ms (0: without end): XREAD/XREADGROUP's BLOCK, the
+ * blocking pops' timeout, WAIT's. Undefined for a command that does not wait.
+ */
+function ownWaitMs(command: Command): number | undefined {
+  if (command.name.toLowerCase() === 'wait') {
+    const ms = Number(command.args[1]);
+    return Number.isFinite(ms) ? Math.max(ms, 0) : undefined;
+  }
+  return command.extractBlockingTimeout() ?? undefined;
+}
+
+/**
+ * The connection's commandTimeout, for a command that waits on purpose, counts from the end of
+ * its wait: a consumer's `XREADGROUP … BLOCK 30000`, the watcher's 5 s XREAD and a Sentinel
+ * WAIT of `confirmTimeout` are answered late by design, and must not fail as an outage for it.
+ * One that waits without end (BLOCK 0) is given the longest timer there is. A command's first
+ * timer is the one that counts (ioredis Command#setTimeout), so this one, set before ioredis
+ * sets the connection's, stands; copies made by duplicateConnection get it too.
+ */
+function boundWaitingCommands<C extends RedisConnection>(redis: C): C {
+  type Send = (command: Command, ...rest: unknown[]) => unknown;
+  const connection = redis as unknown as { sendCommand: Send };
+  const send = connection.sendCommand.bind(redis);
+  connection.sendCommand = (command, ...rest) => {
+    const waits = ownWaitMs(command);
+    if (waits !== undefined) {
+      command.setTimeout(
+        waits === 0 ? MAX_TIMER_MS : Math.min(waits + WAITING_COMMAND_GRACE_MS, MAX_TIMER_MS),
+      );
+    }
+    return send(command, ...rest);
+  };
+  bounded.add(redis);
+  return redis;
+}
+
 /** A producer connection, not yet connected (see connectProducer). */
 export function createProducerConnection(target: RedisTarget): RedisConnection {
-  return coalesceWrites(newRedis(target, { ...producerRedisOptions }));
+  return boundWaitingCommands(coalesceWrites(newRedis(target, { ...producerRedisOptions })));
 }
 
 /**
@@ -194,22 +253,37 @@ export function createWorkerConnection(target: RedisTarget): RedisConnection {
   return newRedis(target, { ...workerRedisOptions });
 }
 
-/** Another connection to the same Redis, with these options changed (its own socket). */
+/**
+ * Another connection to the same Redis, with these options changed (its own socket). A
+ * producer's copy keeps its command timeout, and its bound on commands that wait.
+ */
 export function duplicateConnection(
   redis: RedisConnection,
   options: Pick<RedisOptions, 'lazyConnect' | 'enableOfflineQueue'>,
 ): RedisConnection {
-  return redis instanceof Cluster ? redis.duplicate(undefined, options) : redis.duplicate(options);
+  const copy =
+    redis instanceof Cluster ? redis.duplicate(undefined, options) : redis.duplicate(options);
+  return bounded.has(redis) ? boundWaitingCommands(copy) : copy;
 }
+
+const noop = (): void => undefined;
 
 /**
  * QUIT (so what was sent before it is answered first), then disconnect. On Sentinel, QUIT alone
  * leaves ioredis's failover detector (three subscriptions to the sentinels) open: only
  * disconnect() closes it, and once the sentinels are gone it would reconnect for ever. A
- * connection that is not ready is dropped at once.
+ * connection that is not ready is dropped at once, and so is one whose QUIT is not answered
+ * within QUIT_TIMEOUT_MS (a Redis that stopped answering; disconnect() rejects what it holds).
  */
 export async function closeConnection(redis: RedisConnection): Promise<void> {
-  if (redis.status === 'ready') await redis.quit().catch(() => undefined);
+  if (redis.status === 'ready') {
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, QUIT_TIMEOUT_MS);
+    });
+    await Promise.race([redis.quit().then(noop, noop), gaveUp]);
+    clearTimeout(timer);
+  }
   redis.disconnect();
 }
 
@@ -251,12 +325,14 @@ export function connectProducer(redis: RedisConnection, target: RedisTarget): Pr
   return dial;
 }
 
+// `Command timed out`: ioredis's commandTimeout (a producer's command Redis did not answer).
 const OFFLINE =
-  /enableOfflineQueue|UNBLOCKED|Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|max retries|READONLY|NOREPLICAS|LOADING|sentinels are unreachable|connection is (reconnecting|connecting|end|close)/i;
+  /enableOfflineQueue|UNBLOCKED|Connection is closed|Command timed out|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|max retries|READONLY|NOREPLICAS|LOADING|sentinels are unreachable|connection is (reconnecting|connecting|end|close)/i;
 
 /**
  * True for a command that failed because Redis was away or changing hands (refused, reset,
- * reconnecting, a demoted master's READONLY, a restarted one still LOADING): worth trying again
+ * reconnecting, not answering in time, a demoted master's READONLY, a restarted one still
+ * LOADING): worth trying again
  * once the connection is back, unlike an answer Redis gave.
  */
 export function isRedisOffline(err: unknown): boolean {

@@ -12,7 +12,8 @@ import {
 } from './redis.js';
 import { FINAL_OUTCOMES, RESULTS_MAX_LEN, parseResult, type ResultEntry } from './results.js';
 
-type StreamEntries = [id: string, fields: string[]][];
+/** Fields are null for a pending entry that was trimmed from the stream (XREADGROUP … 0). */
+type StreamEntries = [id: string, fields: string[] | null][];
 
 /** An entry of the results stream: a job's result or an instance event (docs/events.md). */
 export type StreamEntry = (ResultEntry & { readonly type: 'result' }) | InstanceEventEntry;
@@ -20,8 +21,9 @@ export type StreamEntry = (ResultEntry & { readonly type: 'result' }) | Instance
 /** A stream entry's fields as a result or an event; undefined for neither. */
 export function parseStreamEntry(
   streamId: string,
-  flat: readonly string[],
+  flat: readonly string[] | null,
 ): StreamEntry | undefined {
+  if (flat === null) return undefined;
   const result = parseResult(streamId, flat);
   if (result !== undefined) return { ...result, type: 'result' };
   return parseInstanceEvent(streamId, flat);
@@ -86,7 +88,10 @@ export function readStream(
 /**
  * One XREADGROUP, each entry parsed as the reader's kind. Entries of another kind (events, for
  * a reader of results) are acknowledged here: delivered to the group and never returned, they
- * would stay pending in it forever.
+ * would stay pending in it forever. So are the pending entries the stream was trimmed of since
+ * they were delivered (MAXLEN ~, a consumer down for long): a pending read returns their ids
+ * with null fields, nothing is left of them to return, and unacknowledged they would come back
+ * on every pending read.
  */
 async function readParsed<T>(
   redis: RedisConnection,
@@ -97,7 +102,7 @@ async function readParsed<T>(
   const read: T[] = [];
   const others: string[] = [];
   for (const [id, fields] of await readGroup(redis, prefix, options)) {
-    const entry = parse(id, fields);
+    const entry = fields === null ? undefined : parse(id, fields);
     if (entry === undefined) others.push(id);
     else read.push(entry);
   }
@@ -219,14 +224,53 @@ export interface WaitForResultOptions {
   /** Read results after this stream id. Omitted: look back through the stream first. */
   readonly since?: string | undefined;
   readonly signal?: AbortSignal | undefined;
-  /** Give up after this long with ERR_WAIT_TIMEOUT (transient). */
+  /**
+   * Give up after this long with ERR_WAIT_TIMEOUT (transient): milliseconds, 0 or more, however
+   * long. Omitted or Infinity: no timeout.
+   */
   readonly timeoutMs?: number | undefined;
   /** How many entries to look back through when `since` is not given. */
   readonly scanBack?: number | undefined;
 }
 
 const SCAN_PAGE = 500;
+/** The reader's XREAD BLOCK; its connection bounds it (queues/redis.ts boundWaitingCommands). */
 const BLOCK_SLICE_MS = 5_000;
+/** setTimeout's longest delay; Node fires a longer one after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Calls `fire` after `ms`, however long, in steps a timer can hold; returns the cancel. */
+export function setLongTimeout(ms: number, fire: () => void): () => void {
+  let timer: NodeJS.Timeout;
+  const arm = (left: number): void => {
+    timer =
+      left > MAX_TIMER_MS
+        ? setTimeout(() => arm(left - MAX_TIMER_MS), MAX_TIMER_MS)
+        : setTimeout(fire, left);
+  };
+  arm(ms);
+  return () => clearTimeout(timer);
+}
+
+/**
+ * A wait's job id and timeout, as a caller in plain JavaScript may pass them: ERR_INVALID_JOB
+ * naming the field, or undefined. An id that is no string would be waited for for ever; a
+ * timeout that is no number of ms, 0 or more, would fire at once (setTimeout takes NaN and
+ * negatives as 1 ms).
+ */
+function invalidWait(jobId: unknown, timeoutMs: unknown): Kvm2Error | undefined {
+  if (typeof jobId !== 'string' || jobId === '') {
+    return new Kvm2Error('ERR_INVALID_JOB', 'waitFor.jobId: must be a non-empty string');
+  }
+  if (timeoutMs === undefined) return undefined;
+  if (typeof timeoutMs !== 'number' || Number.isNaN(timeoutMs) || timeoutMs < 0) {
+    return new Kvm2Error(
+      'ERR_INVALID_JOB',
+      'waitFor.timeoutMs: must be a number of milliseconds, 0 or more (omitted or Infinity: no timeout)',
+    );
+  }
+  return undefined;
+}
 /** While Redis is away during a wait, try again this often. */
 const OUTAGE_RETRY_MS = 250;
 
@@ -309,13 +353,18 @@ export class ResultWatcher {
     return n;
   }
 
-  /** The job's first final result (succeeded, failed or superseded). */
+  /**
+   * The job's first final result (succeeded, failed or superseded). A bad job id or timeout is
+   * refused at once (ERR_INVALID_JOB).
+   */
   wait(jobId: string, options: WaitForResultOptions = {}): Promise<ResultEntry> {
     const { signal, timeoutMs } = options;
+    const invalid = invalidWait(jobId, timeoutMs);
+    if (invalid !== undefined) return Promise.reject(invalid);
     signal?.throwIfAborted();
     if (this.#closed !== undefined) return Promise.reject(this.#closed);
     return new Promise<ResultEntry>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
+      let cancelTimer: (() => void) | undefined;
       const onAbort = (): void => wait.settle({ error: signal?.reason });
       const wait: Wait = {
         jobId,
@@ -323,7 +372,7 @@ export class ResultWatcher {
           const set = this.#waits.get(jobId);
           if (set?.delete(wait) !== true) return;
           if (set.size === 0) this.#waits.delete(jobId);
-          if (timer !== undefined) clearTimeout(timer);
+          cancelTimer?.();
           signal?.removeEventListener('abort', onAbort);
           if ('result' in outcome) resolve(outcome.result);
           else
@@ -336,15 +385,15 @@ export class ResultWatcher {
       if (set === undefined) this.#waits.set(jobId, (set = new Set()));
       set.add(wait);
       signal?.addEventListener('abort', onAbort, { once: true });
-      if (timeoutMs !== undefined) {
-        timer = setTimeout(() => {
+      if (timeoutMs !== undefined && timeoutMs !== Infinity) {
+        cancelTimer = setLongTimeout(timeoutMs, () => {
           wait.settle({
             error: new Kvm2Error(
               'ERR_WAIT_TIMEOUT',
               `no final result for job ${jobId} within ${timeoutMs} ms`,
             ),
           });
-        }, timeoutMs);
+        });
       }
       const active = (): boolean => this.#waits.get(jobId)?.has(wait) === true;
       this.#catchUp(jobId, options, active).then(

@@ -154,8 +154,15 @@ export async function appendResult(
   return id;
 }
 
-/** A stream entry's flat field list back to a result; undefined when it is not one. */
-export function parseResult(streamId: string, flat: readonly string[]): ResultEntry | undefined {
+/**
+ * A stream entry's flat field list back to a result; undefined when it is not one, or has no
+ * fields (null: XREADGROUP's answer for a pending entry trimmed from the stream since).
+ */
+export function parseResult(
+  streamId: string,
+  flat: readonly string[] | null,
+): ResultEntry | undefined {
+  if (flat === null) return undefined;
   const f = new Map<string, string>();
   for (let i = 0; i + 1 < flat.length; i += 2) f.set(flat[i] ?? '', flat[i + 1] ?? '');
   const jobId = f.get('jobId');
