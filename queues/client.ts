@@ -2,7 +2,12 @@
 // wait for their results. Every payload is validated by the job registry before anything
 // reaches Redis; a Redis outage fails fast (no offline queue) with ERR_REDIS_UNAVAILABLE.
 import { context, propagation } from '@opentelemetry/api';
-import { formatInstanceId, isValidName, newUid } from '../src/provider/core/ids.js';
+import {
+  formatInstanceId,
+  isValidName,
+  newUid,
+  parseInstanceId,
+} from '../src/provider/core/ids.js';
 import type { CreateRequest } from '../src/provider/core/request.js';
 import type { Kvm2Config } from '../src/provider/config/schema.js';
 import { requestDigest } from './generations.js';
@@ -58,6 +63,12 @@ export interface Kvm2ClientOptions {
    * (queues/placement.ts). Used when `resolveZone` is not given.
    */
   readonly placement?: ZoneConfig | undefined;
+  /**
+   * The configured host names (default: placement's). A create or delete for another host is
+   * refused (ERR_INVALID_JOB): no worker takes its queue and the dashboard does not show it, so
+   * it would wait unseen for ever. Without either, any host name is enqueued.
+   */
+  readonly hosts?: readonly string[] | undefined;
 }
 
 /** A create as an upstream app writes it: the uid is made here when not given. */
@@ -97,6 +108,7 @@ export class Kvm2Client {
   readonly #resultsFrom = new Map<string, string>();
   readonly #resolveZone: Kvm2ClientOptions['resolveZone'];
   readonly #placement: ZoneConfig | undefined;
+  readonly #hosts: ReadonlySet<string> | undefined;
   readonly #watcher: ResultWatcher;
   #closed = false;
 
@@ -107,6 +119,8 @@ export class Kvm2Client {
     this.#target = target;
     this.#resolveZone = options.resolveZone;
     this.#placement = options.placement;
+    const hosts = options.hosts ?? options.placement?.hosts.map((h) => h.name);
+    this.#hosts = hosts === undefined ? undefined : new Set(hosts);
     this.#redis = createProducerConnection(target);
     this.#redis.on('error', () => {
       // Surfaced to callers as ERR_REDIS_UNAVAILABLE; ioredis would print unhandled ones.
@@ -141,6 +155,7 @@ export class Kvm2Client {
     // repeat of a zone request is recognised wherever placement would put it now.
     const digest = requestDigest(createRequestOf(data));
     if (data.host === undefined) data = await this.#place(data);
+    this.#checkHost('job.create.host', data.host ?? '');
     const id = formatInstanceId(data.host ?? '', data.name);
 
     const redis = await this.#connection();
@@ -170,6 +185,7 @@ export class Kvm2Client {
     const traceContext = currentTraceContext();
     // Validated (and refused, naming the field) before any connection is made.
     const data = deleteData(id, traceContext);
+    this.#checkHost('job.delete.id', parseInstanceId(data.id).host);
     const redis = await this.#connection();
     try {
       const queued = await enqueueDelete(redis, this.prefix, data);
@@ -191,10 +207,12 @@ export class Kvm2Client {
   }): Promise<{ readonly jobId: string }> {
     this.#checkOpen();
     const traceContext = currentTraceContext();
+    // Copied (the job must not change with the caller's array) once known to be an array.
+    const keep: unknown = input?.keep;
     const data = validateJob('gc', {
-      tag: input.tag,
-      keep: [...input.keep],
-      graceMs: input.graceMs,
+      tag: input?.tag,
+      keep: Array.isArray(keep) ? [...(keep as unknown[])] : keep,
+      graceMs: input?.graceMs,
       ...(traceContext === undefined ? {} : { traceContext }),
     });
     const redis = await this.#connection();
@@ -289,6 +307,15 @@ export class Kvm2Client {
       );
     }
     return withHost(data, await this.#resolveZone(zone));
+  }
+
+  /** A host this client knows to be configured, or ERR_INVALID_JOB naming `field`. */
+  #checkHost(field: string, host: string): void {
+    if (this.#hosts === undefined || this.#hosts.has(host)) return;
+    throw new Kvm2Error(
+      'ERR_INVALID_JOB',
+      `${field}: host '${host}' is not in the configuration (hosts: ${[...this.#hosts].join(', ')}): no worker would take the job`,
+    );
   }
 
   #checkOpen(): void {

@@ -277,6 +277,45 @@ describe('create and delete', () => {
     expect((await scope.keys()).sort()).toEqual(keysBefore);
   });
 
+  it('a client that knows the hosts refuses a create or delete for any other, enqueuing nothing', async () => {
+    // No worker consumes host.typo and the dashboard lists only configured queues: the job would
+    // wait unseen for ever, and its generation keys linger.
+    const configured = new Kvm2Client({
+      redisUrl: scope.url,
+      prefix: scope.prefix,
+      hosts: ['h1', 'h2'],
+    });
+    try {
+      const keysBefore = (await scope.keys()).sort();
+      const create = await configured
+        .create({ ...request('typo-1', 'typo'), userData: 'secret-password' })
+        .catch((e: unknown) => e);
+      expect(create).toMatchObject({ code: 'ERR_INVALID_JOB', kind: 'permanent' });
+      expect((create as Error).message).toBe(
+        "job.create.host: host 'typo' is not in the configuration (hosts: h1, h2): no worker would take the job",
+      );
+      const del = await configured.delete('typo/typo-1').catch((e: unknown) => e);
+      expect(del).toMatchObject({ code: 'ERR_INVALID_JOB' });
+      expect((del as Error).message).toMatch(/^job\.delete\.id: host 'typo' is not in /);
+      expect((await scope.keys()).sort()).toEqual(keysBefore);
+      expect(await queuedCount(hostQueue('typo'))).toBe(0); // (its Queue writes a meta key)
+      // The configured hosts still take jobs.
+      await expect(configured.delete('h2/typo-1')).resolves.toMatchObject({ generation: 1 });
+    } finally {
+      await configured.close();
+    }
+  });
+
+  it('refuses a gc whose keep is not an array, naming the field', async () => {
+    for (const keep of [undefined, 'h1/vm-a', { 0: 'h1/vm-a' }]) {
+      const err = await client
+        .gc({ tag: 'web', keep: keep as unknown as string[], graceMs: 0 })
+        .catch((e: unknown) => e);
+      expect(err, JSON.stringify(keep)).toMatchObject({ code: 'ERR_INVALID_JOB' });
+      expect((err as Error).message, JSON.stringify(keep)).toMatch(/^job\.gc\.keep: [^\n]*$/);
+    }
+  });
+
   it("an error Redis answers an enqueue with carries none of the request's data", async () => {
     // ioredis hangs a failed command's arguments on its error (`command.args`): for a create,
     // the whole request, user-data included, which an application logging the error would

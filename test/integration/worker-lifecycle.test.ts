@@ -195,10 +195,14 @@ describe('a start that waits for Redis', () => {
     const closed = await freePort(); // nothing listens there: Redis is down
     const w = spawnKvm2Worker(writeConfig(`redis://127.0.0.1:${closed}`, `127.0.0.1:${port}`));
     let healthz: number | string = 'not asked';
-    await waitUntil(async () => {
-      healthz = await get(`http://127.0.0.1:${port}/healthz`);
-      return healthz === 200 || w.child.exitCode !== null;
-    }, 15_000, '/healthz').catch(() => undefined);
+    await waitUntil(
+      async () => {
+        healthz = await get(`http://127.0.0.1:${port}/healthz`);
+        return healthz === 200 || w.child.exitCode !== null;
+      },
+      15_000,
+      '/healthz',
+    ).catch(() => undefined);
     expect(healthz, 'GET /healthz while Redis is down').toBe(200);
     expect(await get(`http://127.0.0.1:${port}/readyz`)).toBe(503);
     expect(w.logs.some((l) => l.msg === 'worker ready')).toBe(false);
@@ -220,9 +224,7 @@ describe('a start that waits for Redis', () => {
   it('once Redis comes back, the start completes and /readyz turns 200', async () => {
     const port = await freePort();
     const proxyPort = await freePort();
-    const w = spawnKvm2Worker(
-      writeConfig(`redis://127.0.0.1:${proxyPort}`, `127.0.0.1:${port}`),
-    );
+    const w = spawnKvm2Worker(writeConfig(`redis://127.0.0.1:${proxyPort}`, `127.0.0.1:${port}`));
     await w.waitForLog((l) => l.msg === 'redis error', 15_000);
     expect(await get(`http://127.0.0.1:${port}/readyz`)).toBe(503);
     const redis = await redisOn(proxyPort);
