@@ -47,7 +47,11 @@ describe('time', () => {
 
   it('checks all hosts at once: the round takes as long as the slowest host', async () => {
     const listener = await silentListener();
-    const silent = ['s1', 's2', 's3'].map((name) => ({ name, uri: sshUri(listener.port) }));
+    // A daemon each, as the configuration requires (its socket; the listener answers none).
+    const silent = ['s1', 's2', 's3'].map((name) => ({
+      name,
+      uri: sshUri(listener.port, { socket: `/run/libvirt/${name}-sock` }),
+    }));
     const ctx = contextFor(
       [
         ...silent,
@@ -83,8 +87,8 @@ describe('time', () => {
     const listener = await silentListener();
     const ctx = contextFor(
       [
-        { name: 'a1', uri: sshUri(listener.port) },
-        { name: 'a2', uri: sshUri(listener.port) },
+        { name: 'a1', uri: sshUri(listener.port, { socket: '/run/libvirt/a1-sock' }) },
+        { name: 'a2', uri: sshUri(listener.port, { socket: '/run/libvirt/a2-sock' }) },
       ],
       { timeout: '10s' },
     );
