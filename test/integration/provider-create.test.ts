@@ -242,3 +242,49 @@ describe('a base image this process found complete', () => {
     ).toBe(true);
   }, 120_000);
 });
+
+describe("an instance's age", () => {
+  // GC's grace counts from createdAt: stamped before a long first download of the image, a
+  // fresh instance would be as old as the download was long, and a GC asked while it ran
+  // could delete it the moment it booted.
+  it('counts from its define, not from before the image was downloaded', async () => {
+    const file = path.join(dir, 'slow.qcow2');
+    // A size of its own gives the image a digest of its own: never cached before this test.
+    const sizeKiB = 32_768 + Math.floor(Math.random() * 100_000);
+    await run('qemu-img', ['create', '-q', '-f', 'qcow2', file, `${sizeKiB}K`]);
+    const STALL_MS = 3_000;
+    let releasedAt = 0;
+    images.serve('/slow.qcow2', {
+      file,
+      stall: {
+        afterBytes: 4096,
+        until: async () => {
+          await new Promise((r) => setTimeout(r, STALL_MS));
+          releasedAt = Date.now();
+        },
+      },
+    });
+    const slow = new Provider(
+      parseConfig({
+        hosts: [testHost(sshd, net.name)],
+        images: { slow: { url: images.url('/slow.qcow2'), format: 'qcow2' } },
+        defaults: { vcpus: 1, memoryMiB: 128, diskGiB: 1 },
+      }),
+    );
+    try {
+      const name = instanceName();
+      const inst = await slow.create({
+        host: 'h1',
+        name,
+        uid: newUid(),
+        image: 'slow',
+        tag: 'pv-test',
+        userData: '#cloud-config\n',
+      });
+      expect(releasedAt).toBeGreaterThan(0);
+      expect(Date.parse(inst.createdAt)).toBeGreaterThanOrEqual(releasedAt);
+    } finally {
+      await slow.close();
+    }
+  }, 120_000);
+});

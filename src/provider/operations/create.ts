@@ -277,7 +277,6 @@ async function makeDomain(
   };
   let early: EarlyLookups | undefined = first;
   let earlySpace: EarlyCalls['space'] | undefined = first.space;
-  const createdAt = new Date().toISOString();
   let seed = await first.seedImage;
   const seedImage = (): Buffer => (seed ??= seedOf(ctx, req));
   // 3: nothing is written when the image and seed cannot fit. A fill asks afresh, with the
@@ -365,7 +364,9 @@ async function makeDomain(
     }
   }
 
-  // 7: the metadata goes in with the define, so the domain is never unowned.
+  // 7: the metadata goes in with the define, so the domain is never unowned. Its age (GC's
+  // grace) counts from here, not from before a fill that may have taken many minutes.
+  const createdAt = new Date().toISOString();
   const metadata: InstanceMetadata = { uid: req.uid, createdAt, tag: req.tag, image: req.image };
   const xml = buildDomainXml({
     name: req.name,
