@@ -215,6 +215,9 @@ export class Kvm2Client {
       graceMs: input?.graceMs,
       ...(traceContext === undefined ? {} : { traceContext }),
     });
+    // A keep id on a host no configuration names keeps nothing: the instance the caller meant
+    // (a typo of its host) would be deleted.
+    data.keep.forEach((id, i) => this.#checkHost(`job.gc.keep.${i}`, parseInstanceId(id).host));
     const redis = await this.#connection();
     try {
       // The job carries the request count of this moment: the keep list is as of this call, and
@@ -314,7 +317,7 @@ export class Kvm2Client {
     if (this.#hosts === undefined || this.#hosts.has(host)) return;
     throw new Kvm2Error(
       'ERR_INVALID_JOB',
-      `${field}: host '${host}' is not in the configuration (hosts: ${[...this.#hosts].join(', ')}): no worker would take the job`,
+      `${field}: host '${host}' is not in the configuration (hosts: ${[...this.#hosts].join(', ')})`,
     );
   }
 

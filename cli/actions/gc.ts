@@ -1,9 +1,10 @@
 // kvm2 gc: enqueue a GC round for a tag (SPEC §8): delete the tag's instances that are not
 // kept and older than the grace period, and orphaned kvm2 volumes.
 import { Kvm2Client } from '../../queues/client.js';
+import { parseInstanceId } from '../../src/provider/core/ids.js';
 import { parseDuration } from '../../src/provider/config/values.js';
 import type { ParsedArgs } from '../options/args.js';
-import { loadCliConfig } from '../options/config.js';
+import { configuredHost, loadCliConfig } from '../options/config.js';
 import { DEFAULT_GRACE_MS } from '../options/defaults.js';
 import { checkJobFlags, GC_FLAGS } from '../options/job-flags.js';
 import { EXIT } from '../terminal/errors.js';
@@ -37,6 +38,8 @@ export async function run(args: ParsedArgs, io: CliIo): Promise<number> {
   const json = args.flag('json');
   checkJobFlags(args, 'gc', { tag, keep, graceMs: grace }, GC_FLAGS);
   const config = await loadCliConfig(args, io);
+  // A kept id on a host of no configuration keeps nothing: the instance meant would go.
+  for (const id of keep) configuredHost(config, parseInstanceId(id).host, `--keep ${id}`);
   const client = Kvm2Client.fromConfig(config);
   try {
     const { jobId } = await client.gc({ tag, keep, graceMs: grace });

@@ -168,3 +168,36 @@ it("a create that replaces a victim, enqueued before the GC and not yet run, is 
     await gcQueue.close();
   }
 });
+
+it('a kept id that names no listed instance is said in the result and a warning, not silently ignored', async () => {
+  // A mistyped host or name keeps nothing: the instance meant is deleted with the rest, and
+  // the round's result says which kept ids matched nothing so the caller can see why.
+  const { uid } = await client.create(request('meant'));
+  const longAgo = '2020-01-01T00:00:00.000Z';
+  const provider = {
+    listByTag: () => Promise.resolve([{ id: 'h1/meant', uid, createdAt: longAgo } as Instance]),
+    withLocks: () => provider,
+    sweepOrphanVolumes: () => Promise.resolve({ removed: [] }),
+  };
+  const warnings: unknown[] = [];
+  const env = gcServices(provider);
+  const logger = pino(
+    { level: 'warn' },
+    { write: (line: string) => warnings.push(JSON.parse(line)) },
+  );
+  const controller = new AbortController();
+  const step = await processGc({
+    services: env,
+    name: 'gc',
+    data: { tag: 'ci', keep: ['hl/meant', 'h1/gone'], graceMs: 0 },
+    controller,
+    signal: controller.signal,
+    logger,
+  } as unknown as JobRun<'gc'>);
+  const message = step.type === 'result' ? (step.fields.message ?? '') : '';
+  expect(message).toContain('deleting 1 (0 kept');
+  expect(message).toContain('2 kept ids name no instance of the tag: hl/meant, h1/gone');
+  expect(warnings).toEqual([
+    expect.objectContaining({ unmatched: ['hl/meant', 'h1/gone'], tag: 'ci' }),
+  ]);
+});

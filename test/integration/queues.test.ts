@@ -292,13 +292,24 @@ describe('create and delete', () => {
         .catch((e: unknown) => e);
       expect(create).toMatchObject({ code: 'ERR_INVALID_JOB', kind: 'permanent' });
       expect((create as Error).message).toBe(
-        "job.create.host: host 'typo' is not in the configuration (hosts: h1, h2): no worker would take the job",
+        "job.create.host: host 'typo' is not in the configuration (hosts: h1, h2)",
       );
       const del = await configured.delete('typo/typo-1').catch((e: unknown) => e);
       expect(del).toMatchObject({ code: 'ERR_INVALID_JOB' });
       expect((del as Error).message).toMatch(/^job\.delete\.id: host 'typo' is not in /);
       expect((await scope.keys()).sort()).toEqual(keysBefore);
       expect(await queuedCount(hostQueue('typo'))).toBe(0); // (its Queue writes a meta key)
+      // A kept id on a host of no configuration keeps nothing: the instance meant (its host
+      // mistyped) would be deleted by the round.
+      const keysBeforeGc = (await scope.keys()).sort();
+      const gc = await configured
+        .gc({ tag: 'web', keep: ['h1/web-1', 'hl/web-2'], graceMs: 0 })
+        .catch((e: unknown) => e);
+      expect(gc).toMatchObject({ code: 'ERR_INVALID_JOB' });
+      expect((gc as Error).message).toBe(
+        "job.gc.keep.1: host 'hl' is not in the configuration (hosts: h1, h2)",
+      );
+      expect((await scope.keys()).sort()).toEqual(keysBeforeGc);
       // The configured hosts still take jobs.
       await expect(configured.delete('h2/typo-1')).resolves.toMatchObject({ generation: 1 });
     } finally {

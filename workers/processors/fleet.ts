@@ -30,6 +30,16 @@ export async function processGc(run: JobRun<'gc'>): Promise<Step> {
   const instances = await env.provider.listByTag(data.tag, { signal });
   const keep = new Set(data.keep);
   const kept = instances.filter((i) => keep.has(i.id));
+  // A kept id that names no listed instance keeps nothing: gone already, of another tag, or a
+  // mistyped id, in which case the instance meant is among the victims. Said, not guessed at.
+  const listed = new Set(instances.map((i) => i.id));
+  const unmatched = [...keep].filter((id) => !listed.has(id));
+  if (unmatched.length > 0) {
+    run.logger.warn(
+      { tag: data.tag, unmatched },
+      'gc: kept ids that name no instance of the tag (gone, of another tag, or mistyped)',
+    );
+  }
   const young = instances.filter(
     (i) => !keep.has(i.id) && !isOlder(i.createdAt, now, data.graceMs),
   );
@@ -73,8 +83,17 @@ export async function processGc(run: JobRun<'gc'>): Promise<Step> {
       `tag '${data.tag}': ${instances.length} instances, deleting ${deleting.length}` +
       ` (${kept.length} kept, ${young.length} within the grace period` +
       `${overtaken.length === 0 ? '' : `, ${overtaken.length} requested since the GC was asked for or being replaced`});` +
-      ` removed ${removed.length} orphan volumes`,
+      ` removed ${removed.length} orphan volumes` +
+      (unmatched.length === 0
+        ? ''
+        : `; ${unmatched.length} kept ids name no instance of the tag: ${listSome(unmatched)}`),
   });
+}
+
+/** The first few of `ids`, and how many more. */
+function listSome(ids: readonly string[], max = 5): string {
+  const shown = ids.slice(0, max).join(', ');
+  return ids.length > max ? `${shown} and ${ids.length - max} more` : shown;
 }
 
 function isOlder(createdAt: string, now: number, graceMs: number): boolean {
