@@ -154,10 +154,18 @@ describe('create, get, delete', () => {
     ).rejects.toMatchObject({ code: 'ERR_INVALID_REQUEST', kind: 'permanent' });
     await expect(
       provider.create({ host: 'nope', name: 'ok-name', uid: newUid(), image: imageTag }),
-    ).rejects.toMatchObject({ code: 'ERR_UNKNOWN_HOST', kind: 'permanent' });
+    ).rejects.toMatchObject({
+      code: 'ERR_UNKNOWN_HOST',
+      kind: 'permanent',
+      message: "host 'nope' is not in the configuration (hosts: h1)",
+    });
     await expect(
       provider.create({ host: 'h1', name: 'ok-name', uid: newUid(), image: 'nope' }),
-    ).rejects.toMatchObject({ code: 'ERR_UNKNOWN_IMAGE', kind: 'permanent' });
+    ).rejects.toMatchObject({
+      code: 'ERR_UNKNOWN_IMAGE',
+      kind: 'permanent',
+      message: `request.image: image 'nope' is not in the configuration (images: ${imageTag})`,
+    });
     expect(await poolVolumes()).toEqual(before);
     expect(await virshFails(['dominfo', 'ok-name'])).toMatch(/failed to get domain/);
   });

@@ -37,7 +37,13 @@ export function createContext(config: Kvm2Config, options: ContextOptions = {}):
 
 export function hostConfig(ctx: ProviderContext, host: string): HostConfig {
   const h = ctx.config.hosts.find((x) => x.name === host);
-  if (h === undefined) throw new Kvm2Error('ERR_UNKNOWN_HOST', `unknown host '${host}'`);
+  if (h === undefined) {
+    const known = ctx.config.hosts.map((x) => x.name).join(', ');
+    throw new Kvm2Error(
+      'ERR_UNKNOWN_HOST',
+      `host '${host}' is not in the configuration (hosts: ${known})`,
+    );
+  }
   return h;
 }
 
@@ -45,7 +51,11 @@ export function imageConfig(ctx: ProviderContext, image: string): ImageConfig {
   // Own keys only: an image named `constructor` is not one the configuration has.
   const i = Object.hasOwn(ctx.config.images, image) ? ctx.config.images[image] : undefined;
   if (i === undefined) {
-    throw new Kvm2Error('ERR_UNKNOWN_IMAGE', `unknown image '${image}'`);
+    const known = Object.keys(ctx.config.images).join(', ');
+    throw new Kvm2Error(
+      'ERR_UNKNOWN_IMAGE',
+      `request.image: image '${image}' is not in the configuration (images: ${known})`,
+    );
   }
   return i;
 }
