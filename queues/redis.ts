@@ -287,13 +287,34 @@ export async function closeConnection(redis: RedisConnection): Promise<void> {
   redis.disconnect();
 }
 
+/** The passwords a target carries, so that no message repeats one (redisEndpoint drops them). */
+function secretsOf(target: RedisTarget): string[] {
+  if (typeof target === 'string') {
+    try {
+      const password = decodeURIComponent(new URL(target).password);
+      return password === '' ? [] : [password];
+    } catch {
+      return [];
+    }
+  }
+  const c = 'cluster' in target ? target.cluster : target.sentinel;
+  const sentinelPassword = 'sentinel' in target ? target.sentinel.sentinelPassword : undefined;
+  return [c.password, sentinelPassword].filter((p): p is string => p !== undefined && p !== '');
+}
+
 function unavailable(target: RedisTarget, cause: unknown): Kvm2Error {
-  const why = cause instanceof Error ? cause.message : String(cause);
-  return new Kvm2Error(
-    'ERR_REDIS_UNAVAILABLE',
-    `redis at ${redisEndpoint(target)} is unreachable: ${why}`,
-    { cause },
-  );
+  let why = cause instanceof Error ? cause.message : String(cause);
+  for (const secret of secretsOf(target)) why = why.split(secret).join('***');
+  const where = `redis at ${redisEndpoint(target)}`;
+  // Redis's answer to AUTH (WRONGPASS), or to a command before it (NOAUTH): no outage, and
+  // trying again will not help; said as such, with the same code as the other failures to
+  // connect.
+  const message = /^WRONGPASS/.test(why)
+    ? `${where} refused the credentials (${why})`
+    : /^NOAUTH/.test(why)
+      ? `${where} asks for a password and none is configured (${why})`
+      : `${where} is unreachable: ${why}`;
+  return new Kvm2Error('ERR_REDIS_UNAVAILABLE', message, { cause });
 }
 
 // The first dial of each producer connection, while it is under way: calls made meanwhile (an
@@ -303,7 +324,10 @@ const dialling = new WeakMap<RedisConnection, Promise<void>>();
 /**
  * Resolves once the connection is ready. The first call dials (bounded by connectTimeout), and
  * calls made during that dial wait for it; while ioredis reconnects after an outage, callers get
- * ERR_REDIS_UNAVAILABLE at once.
+ * ERR_REDIS_UNAVAILABLE at once. A failed dial is told by the connection's last `error` event
+ * (WRONGPASS, ECONNREFUSED), not by connect()'s own rejection, which says only "Connection is
+ * closed."; a Cluster's rejection ("None of startup nodes is available") says more than its
+ * events do.
  */
 export function connectProducer(redis: RedisConnection, target: RedisTarget): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
@@ -312,13 +336,20 @@ export function connectProducer(redis: RedisConnection, target: RedisTarget): Pr
   if (redis.status !== 'wait') {
     return Promise.reject(unavailable(target, new Error(`connection is ${redis.status}`)));
   }
+  let lastError: Error | undefined;
+  const onError = (err: Error): void => {
+    lastError = err;
+  };
+  redis.on('error', onError);
   const dial = redis.connect().then(
     () => {
+      redis.off('error', onError);
       dialling.delete(redis);
     },
     (err: unknown) => {
+      redis.off('error', onError);
       dialling.delete(redis);
-      throw unavailable(target, err);
+      throw unavailable(target, redis instanceof Cluster ? err : (lastError ?? err));
     },
   );
   dialling.set(redis, dial);

@@ -1,6 +1,6 @@
 // kvm2 create: enqueue a create (SPEC §3, §8) on the host's queue, or the zone's placement.
-// The --user-data and --network-config files are read here and travel only in the job: their
-// content is never printed, not even in an error.
+// The --user-data and --network-config files (or standard input, `-`) are read here and travel
+// only in the job: their content is never printed, not even in an error.
 import { readFile } from 'node:fs/promises';
 import { Kvm2Client, type CreateInput } from '../../queues/client.js';
 import { redisTarget } from '../../queues/redis.js';
@@ -11,24 +11,54 @@ import { checkJobFlags, CREATE_FLAGS } from '../options/job-flags.js';
 import { CliError, EXIT } from '../terminal/errors.js';
 import { keyValues } from '../terminal/format.js';
 import { printJson, type CliIo } from '../terminal/io.js';
-import { reportFinal, waitForFinal } from './wait.js';
+import { reportFinal, waitForFinal, waitTimeoutMs } from './wait.js';
 
-/** Reads a file named by an option as UTF-8 text; errors name the option and the path only. */
-async function readTextOption(args: ParsedArgs, option: string): Promise<string | undefined> {
+/** The file options; `-` reads standard input, for one of them at most. */
+const FILE_OPTIONS = ['user-data', 'network-config'] as const;
+type FileOption = (typeof FILE_OPTIONS)[number];
+
+/** Checks the file options' values as usage: none empty, at most one `-`. */
+function checkFileOptions(args: ParsedArgs): void {
+  for (const option of FILE_OPTIONS) {
+    // An empty value (`--user-data "$UNSET"`) names no file; as --config=, a usage mistake.
+    if (args.string(option) === '') {
+      throw args.usageError(`option --${option} needs a file name, got an empty value`);
+    }
+  }
+  const fromStdin = FILE_OPTIONS.filter((option) => args.string(option) === '-');
+  if (fromStdin.length > 1) {
+    throw args.usageError(
+      `only one option can read standard input: ${fromStdin.map((o) => `--${o}`).join(' and ')} both name -`,
+    );
+  }
+}
+
+/**
+ * Reads a file named by an option (`-`: standard input) as UTF-8 text; errors name the option
+ * and the path only.
+ */
+async function readTextOption(
+  args: ParsedArgs,
+  io: CliIo,
+  option: FileOption,
+): Promise<string | undefined> {
   const file = args.string(option);
   if (file === undefined) return undefined;
+  const source = file === '-' ? 'standard input' : file;
+  const read = file === '-' ? io.readStdin : () => readFile(file);
+  if (read === undefined) throw new CliError(`--${option}: there is no standard input here`);
   let bytes: Buffer;
   try {
-    bytes = await readFile(file);
+    bytes = await read();
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
-    throw new CliError(`--${option}: cannot read ${file} (${code})`);
+    throw new CliError(`--${option}: cannot read ${source} (${code})`);
   }
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {
     throw new CliError(
-      `--${option}: ${file} is not UTF-8 text (compressed user-data is not supported)`,
+      `--${option}: ${source} is not UTF-8 text (compressed user-data is not supported)`,
     );
   }
 }
@@ -45,9 +75,11 @@ export async function run(args: ParsedArgs, io: CliIo): Promise<number> {
   const memoryMiB = args.positiveInt('memory-mib');
   const diskGiB = args.positiveInt('disk-gib');
   const json = args.flag('json');
+  const timeoutMs = waitTimeoutMs(args);
+  checkFileOptions(args);
 
-  const userData = await readTextOption(args, 'user-data');
-  const networkConfig = await readTextOption(args, 'network-config');
+  const userData = await readTextOption(args, io, 'user-data');
+  const networkConfig = await readTextOption(args, io, 'network-config');
   const input: CreateInput = {
     uid: newUid(),
     ...(host === undefined ? {} : { host }),
@@ -99,12 +131,17 @@ export async function run(args: ParsedArgs, io: CliIo): Promise<number> {
           ['uid', job.uid],
         ]),
       );
+    const redis = redisTarget(config.redis);
     const result = await waitForFinal(client, job.jobId, io, {
-      redis: redisTarget(config.redis),
-      prefix: config.redis.prefix,
-      host: parseInstanceId(job.id).host,
-      jobId: job.jobId,
-      label: job.id,
+      timeoutMs,
+      redis,
+      progress: {
+        redis,
+        prefix: config.redis.prefix,
+        host: parseInstanceId(job.id).host,
+        jobId: job.jobId,
+        label: job.id,
+      },
     });
     return reportFinal(result, io, json);
   } finally {

@@ -1,6 +1,7 @@
 // kvm2 gc: enqueue a GC round for a tag (SPEC §8): delete the tag's instances that are not
 // kept and older than the grace period, and orphaned kvm2 volumes.
 import { Kvm2Client } from '../../queues/client.js';
+import { redisTarget } from '../../queues/redis.js';
 import { parseInstanceId } from '../../src/provider/core/ids.js';
 import { parseDuration } from '../../src/provider/config/values.js';
 import type { ParsedArgs } from '../options/args.js';
@@ -10,7 +11,7 @@ import { checkJobFlags, GC_FLAGS } from '../options/job-flags.js';
 import { EXIT } from '../terminal/errors.js';
 import { formatDuration, keyValues } from '../terminal/format.js';
 import { printJson, type CliIo } from '../terminal/io.js';
-import { reportFinal, waitForFinal } from './wait.js';
+import { reportFinal, waitForFinal, waitTimeoutMs } from './wait.js';
 
 /** `--grace`: a duration such as 30s, 10m, 2h or 1d (or 1h30m), the config's syntax. */
 function graceMs(args: ParsedArgs): number {
@@ -36,6 +37,7 @@ export async function run(args: ParsedArgs, io: CliIo): Promise<number> {
   const keep = args.list('keep').map((id) => args.instanceId(id, '--keep'));
   const grace = graceMs(args);
   const json = args.flag('json');
+  const timeoutMs = waitTimeoutMs(args);
   checkJobFlags(args, 'gc', { tag, keep, graceMs: grace }, GC_FLAGS);
   const config = await loadCliConfig(args, io);
   // A kept id on a host of no configuration keeps nothing: the instance meant would go.
@@ -57,7 +59,8 @@ export async function run(args: ParsedArgs, io: CliIo): Promise<number> {
       }
     }
     if (!args.flag('wait')) return EXIT.ok;
-    return reportFinal(await waitForFinal(client, jobId, io), io, json);
+    const redis = redisTarget(config.redis);
+    return reportFinal(await waitForFinal(client, jobId, io, { timeoutMs, redis }), io, json);
   } finally {
     await client.close();
   }

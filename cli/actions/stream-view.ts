@@ -4,6 +4,7 @@
 // N after a stream id, then with --follow every new one (XREAD BLOCK) until Ctrl-C.
 import { resultsKey } from '../../queues/names.js';
 import {
+  asRedisError,
   closeConnection,
   connectProducer,
   createProducerConnection,
@@ -129,6 +130,9 @@ export async function runStreamView<T>(
       print(parseAll(view, page));
     }
     return EXIT.ok;
+  } catch (err) {
+    // An outage mid-read (ioredis's "max retries per request") reads as for any other command.
+    throw asRedisError(target, err);
   } finally {
     removeHandler();
     await closeConnection(redis);

@@ -1,5 +1,6 @@
 // kvm2 create: syntax and help; actions/create.ts runs it.
 import { defineCommand } from '../options/command.js';
+import { waitOptions } from './wait-options.js';
 
 export const createCommand = defineCommand({
   name: 'create',
@@ -8,8 +9,10 @@ export const createCommand = defineCommand({
   description: [
     'Prints the job id, the instance id and its uid (--json: {jobId, id, uid, generation}).',
     'With --wait, waits for the final result (progress on a terminal) and exits 0 only when it',
-    'succeeded; with --wait --json, prints only the final result entry.',
-    'The user-data and network-config files are never printed.',
+    'succeeded; with --wait --json, prints only the final result entry. --timeout DURATION',
+    '(30s, 10m, 2h, 1d) gives up waiting, status 124; the job carries on.',
+    'FILE - reads standard input (for one of the two file options). The user-data and',
+    'network-config are never printed.',
   ],
   json: true,
   options: {
@@ -30,11 +33,15 @@ export const createCommand = defineCommand({
       description: 'an image from the configuration (required)',
     },
     tag: { type: 'string', value: 'T', description: 'tag for list and gc (default: none)' },
-    'user-data': { type: 'string', value: 'FILE', description: 'cloud-init user-data file' },
+    'user-data': {
+      type: 'string',
+      value: 'FILE',
+      description: 'cloud-init user-data file (-: standard input)',
+    },
     'network-config': {
       type: 'string',
       value: 'FILE',
-      description: 'cloud-init network-config file',
+      description: 'cloud-init network-config file (-: standard input)',
     },
     vcpus: { type: 'string', value: 'N', description: 'virtual CPUs (default: defaults.vcpus)' },
     'memory-mib': {
@@ -51,7 +58,7 @@ export const createCommand = defineCommand({
       type: 'boolean',
       description: "the job succeeds once the domain runs, without waiting for the guest's address",
     },
-    wait: { type: 'boolean', description: 'wait for the final result and exit 0 only on success' },
+    ...waitOptions,
   },
   load: () => import('../actions/create.js'),
 });

@@ -1,6 +1,7 @@
 // The CLI's exit statuses and how a failure is told: one line `kvm2: <message>` on standard
-// error, status 1; a usage mistake adds the usage line, status 2. A stack trace only with
-// KVM2_DEBUG=1. Messages come from kvm2's own errors, which never carry user-data.
+// error, status 1; a usage mistake adds the usage line, status 2; a wait that ran out of time
+// (ERR_WAIT_TIMEOUT, --timeout) is status 124. A stack trace only with KVM2_DEBUG=1. Messages
+// come from kvm2's own errors, which never carry user-data.
 import { Kvm2Error, type Kvm2ErrorOptions } from '../../src/errors/error.js';
 import { isKinded } from '../../src/errors/kind.js';
 import { oneLine } from './format.js';
@@ -10,6 +11,8 @@ export const EXIT = Object.freeze({
   ok: 0,
   failure: 1,
   usage: 2,
+  /** A wait that reached --timeout: 124, as timeout(1) reports a command it stopped. */
+  timeout: 124,
   /** 128 + SIGINT, as a shell reports a command stopped with Ctrl-C. */
   interrupted: 130,
 });
@@ -66,7 +69,7 @@ export function reportError(err: unknown, io: CliIo): number {
     io.err(`kvm2: ${oneLine(message)}${code}`);
   }
   if (io.env['KVM2_DEBUG'] === '1') io.err(...stackLines(err));
-  return EXIT.failure;
+  return isKinded(err) && err.code === 'ERR_WAIT_TIMEOUT' ? EXIT.timeout : EXIT.failure;
 }
 
 /**

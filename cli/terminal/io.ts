@@ -14,6 +14,8 @@ export interface CliIo {
   /** The terminal's width, 80 when unknown. */
   readonly stderrColumns: number;
   readonly env: Readonly<Record<string, string | undefined>>;
+  /** All of standard input, for a file option given as `-`; absent where there is none. */
+  readonly readStdin?: () => Promise<Buffer>;
 }
 
 export const processIo: CliIo = {
@@ -28,6 +30,11 @@ export const processIo: CliIo = {
     return columns > 0 ? columns : 80;
   },
   env: process.env,
+  readStdin: async () => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks);
+  },
 };
 
 /** JSON for scripts: one document on one line. */
