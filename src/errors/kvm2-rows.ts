@@ -222,7 +222,7 @@ export const KVM2_ROWS = [
     source: 'kvm2',
     match: 'ERR_FOREIGN_VOLUME',
     kind: 'permanent',
-    why: 'The overlay volume exists but is not backed by the requested image: never overwritten.',
+    why: "An overlay or seed of the instance's name that is not kvm2's for this create (backed by another image, another domain uses it, not an overlay): never overwritten.",
   },
   {
     source: 'kvm2',

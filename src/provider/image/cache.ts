@@ -87,7 +87,9 @@ async function lookupPool(
  * A complete base stays complete: only a fill makes one, under its lock, and nothing of kvm2's
  * removes one. So its marker (an iohelper process on the daemon, ~45 ms) is read once, not
  * for every create. A base removed behind kvm2's back is forgotten by the create that finds
- * its overlay refused (operations/create.ts), which then looks again.
+ * its overlay refused, or the base or its marker gone (operations/create.ts looks both up by
+ * name beside its own volume calls), which then looks again: a base without its marker may be
+ * another process's fill under way, and the look meets the fill lock.
  */
 const completeBases = new WeakMap<ProviderContext['hosts'], Map<string, BaseImage>>();
 

@@ -3,16 +3,14 @@
 //   1 validate · 2 adopt or refuse an existing domain · 3 pool-space precheck · 4 base image
 //   5 overlay (reused only when backed by that base) · 6 seed (always rebuilt)
 //   7 define with metadata, start, wait until running.
-// Steps 3–6 are skipped when the domain exists: it was defined last, so its disks exist.
+// Steps 3–6 are skipped when the domain exists: it was defined last, so its disks exist. Without
+// it, an overlay or seed another domain uses is refused untouched (instance-volumes.ts).
 import type { LibvirtConnection } from '../../libvirt/connection.js';
-import { VirErr } from '../../libvirt/error-codes.js';
 import { LibvirtError } from '../../libvirt/errors.js';
 import {
   DomainDefineXMLFlags,
   DomainLookupByName,
   StoragePoolGetInfo,
-  StorageVolGetPath,
-  StorageVolGetXMLDesc,
   type NonnullDomain,
   type NonnullStoragePool,
   type NonnullStorageVol,
@@ -21,21 +19,14 @@ import { hostConfig, imageConfig, type ProviderContext } from '../core/host-cont
 import { forgetPool, isStalePool, knownPool, lookupPool } from '../core/pools.js';
 import { Kvm2Error } from '../../errors/error.js';
 import type { DownloadProgress } from '../image/fill.js';
-import type { BaseImage } from '../image/base-image.js';
+import { markerVolumeName, type BaseImage } from '../image/base-image.js';
 import {
   fillBaseImageOnce,
   findBaseImage,
   forgetBaseImage,
   rememberedBaseImage,
 } from '../image/cache.js';
-import { OVERLAY_BYTES, qcow2Backing, qcow2Overlay } from '../image/qcow2-overlay.js';
-import {
-  deleteVolume,
-  lookupVolume,
-  readSmallVolume,
-  uploadBytes,
-  writeSmallVolumeWithPath,
-} from '../image/volumes.js';
+import { lookupVolume } from '../image/volumes.js';
 import {
   formatInstanceId,
   instanceLockName,
@@ -50,9 +41,15 @@ import { asOperationError, isNoDomain } from '../core/not-found.js';
 import { parseCreateRequest, type ValidCreateRequest } from '../core/request.js';
 import { buildSeed } from '../seed/seed.js';
 import { buildDomainXml } from '../xml/domain.js';
-import { parseVolumeBacking } from '../xml/volume.js';
 import { inSpan } from '../core/telemetry.js';
 import { removeLocked } from './delete.js';
+import {
+  createOverlay,
+  overlayState,
+  refuseVolumesInUse,
+  uploadSeed,
+  type VolumeTarget,
+} from './instance-volumes.js';
 import { startAndWait } from './start-domain.js';
 
 const DEFINE_VALIDATE = 1; // VIR_DOMAIN_DEFINE_VALIDATE: libvirt checks the XML schema
@@ -102,10 +99,13 @@ function earlyCalls(
   };
 }
 
-/** A base image this process remembered is no longer in the pool. */
+/**
+ * A base image this process remembered is no longer in the pool, or its marker is not: the
+ * marker is written last, so a base without one may be a fill under way (docs/image-cache.md).
+ */
 class BaseImageGone extends Error {
   constructor(volumeName: string) {
-    super(`base image volume '${volumeName}' is no longer in the pool`);
+    super(`base image volume '${volumeName}' or its marker is no longer in the pool`);
   }
 }
 
@@ -313,6 +313,7 @@ async function makeDomain(
     });
   };
   const remembered = rememberedBaseImage(ctx, host, req.image);
+  const markerName = markerVolumeName(imageConfig(ctx, req.image));
   const diskGiB = req.diskGiB ?? ctx.config.defaults.diskGiB;
   const diskBytes = BigInt(diskGiB) * 2n ** 30n;
   const volumes = async (base: BaseImage, remembered = false): Promise<[string, string]> => {
@@ -326,23 +327,44 @@ async function makeDomain(
       );
     }
     io.onProgress?.('volumes');
-    // The overlay is looked at first: one that exists and is not backed by this base is
+    // The domain is absent (makeDomain runs only then): volumes of the instance's names are a
+    // retry's, or someone else's. Both look-ups are answered before anything is written, and
+    // one that finds a volume has the host's domains listed: a volume another domain uses is
+    // refused untouched. Then the overlay is looked at: one that is not backed by this base is
     // refused before any seed is touched. Then its creation and the seed's go out together,
-    // and, for a base this process remembers, a look-up that it is still there (kvm2 writes
-    // the overlay itself: nothing else on the way to the define would notice it gone).
+    // and, for a base this process remembers, look-ups that it and its marker are still there
+    // (kvm2 writes the overlay itself: nothing else on the way to the define would notice the
+    // base gone, and a base without marker may be another process's fill under way).
     const looked = early;
     early = undefined;
-    const overlay = await overlayState(conn, host, pool, req.name, base, diskBytes, io, looked);
+    const target: VolumeTarget = {
+      conn,
+      host,
+      pool,
+      poolName: hc.pool,
+      name: req.name,
+      signal: io.signal,
+    };
+    const [overlayVol, seedVol] = await Promise.all([
+      looked?.overlay ?? lookupVolume(conn, pool, overlayVolumeName(req.name), io.signal),
+      looked?.seed ?? lookupVolume(conn, pool, seedVolumeName(req.name), io.signal),
+    ]);
+    await refuseVolumesInUse(target, [overlayVol, seedVol]);
+    const overlay = await overlayState(target, base, diskBytes, overlayVol);
     // All settle before any failure is thrown: nothing is left writing behind it.
-    const [made, seeded, found] = await Promise.allSettled([
-      overlay.path ?? createOverlay(conn, host, pool, req.name, base, diskBytes, io),
-      uploadSeed(conn, pool, req.name, seedImage(), io, looked?.seed),
+    const [made, seeded, found, marked] = await Promise.allSettled([
+      overlay.path ?? createOverlay(target, base, diskBytes),
+      uploadSeed(target, seedImage(), seedVol),
       remembered ? lookupVolume(conn, pool, base.volumeName, io.signal) : undefined,
+      remembered ? lookupVolume(conn, pool, markerName, io.signal) : undefined,
     ]);
     if (made.status === 'rejected') throw made.reason;
     if (seeded.status === 'rejected') throw seeded.reason;
     if (found.status === 'rejected') throw found.reason;
-    if (remembered && found.value === undefined) throw new BaseImageGone(base.volumeName);
+    if (marked.status === 'rejected') throw marked.reason;
+    if (remembered && (found.value === undefined || marked.value === undefined)) {
+      throw new BaseImageGone(base.volumeName);
+    }
     return [made.value, seeded.value];
   };
   let overlayPath: string;
@@ -355,9 +377,11 @@ async function makeDomain(
       [overlayPath, seedPath] = await volumes(remembered, true);
     } catch (err) {
       if (!(err instanceof LibvirtError) && !(err instanceof BaseImageGone)) throw err;
-      // The base this process had found complete was refused or is gone (removed behind its
-      // back, say): forget it, look at the host again, fill it if it is gone. The overlay just
-      // made names the base's path, which a fill makes again: the next round takes it.
+      // The base this process had found complete was refused, or it or its marker is gone
+      // (removed behind its back, say, and maybe being filled again by another process):
+      // forget it and look at the host again, which meets the fill lock when it is not cached.
+      // The overlay just made names the base's path, which a fill makes again: the next round
+      // takes it.
       forgetBaseImage(ctx, host, req.image);
       log.warn({ err: err.message }, 'a remembered base image was refused; looking again');
       [overlayPath, seedPath] = await volumes(await findBase());
@@ -426,105 +450,4 @@ async function lookupDomain(
     if (isNoDomain(err)) return null;
     throw err;
   }
-}
-
-/**
- * Step 5, first half: the overlay's path when it exists and is backed by the base (a retry's);
- * ERR_FOREIGN_VOLUME when it exists backed by anything else; no path when there is none.
- *
- * kvm2 writes its overlays (qcow2-overlay.ts) into raw-created volumes, so libvirt reports one
- * as raw without a backing store until a pool refresh; its first clusters are read then (a
- * retry's cost, never a first attempt's). An overlay an attempt began to upload and did not
- * finish (zeros, or the first part of kvm2's bytes) is written again; the domain is defined
- * only after its overlay is whole.
- */
-async function overlayState(
-  conn: LibvirtConnection,
-  host: string,
-  pool: NonnullStoragePool,
-  name: string,
-  base: BaseImage,
-  virtualBytes: bigint,
-  io: Io,
-  early?: EarlyLookups,
-): Promise<{ readonly path?: string }> {
-  const volName = overlayVolumeName(name);
-  const vol = await (early?.overlay ?? lookupVolume(conn, pool, volName, io.signal));
-  if (vol === undefined) return {};
-  const { xml } = await conn.call(StorageVolGetXMLDesc, { vol, flags: 0 }, io);
-  let backingPath = parseVolumeBacking(xml)?.path;
-  if (backingPath === undefined) {
-    const head = (await readSmallVolume(conn, vol, OVERLAY_BYTES, io.signal)) ?? Buffer.alloc(0);
-    const expected = overlayBytes(base, virtualBytes);
-    if (isUnfinishedUpload(head, expected)) {
-      await uploadBytes(conn, vol, expected, io.signal);
-      return { path: (await conn.call(StorageVolGetPath, { vol }, io)).name };
-    }
-    backingPath = qcow2Backing(head)?.path;
-  }
-  if (backingPath !== base.path) {
-    throw new Kvm2Error(
-      'ERR_FOREIGN_VOLUME',
-      `volume '${volName}' on host '${host}' exists but is not backed by image '${base.volumeName}': not overwritten`,
-    );
-  }
-  return { path: (await conn.call(StorageVolGetPath, { vol }, io)).name };
-}
-
-function overlayBytes(base: BaseImage, virtualBytes: bigint): Buffer {
-  return qcow2Overlay({ virtualBytes, backingPath: base.path, backingFormat: base.format });
-}
-
-/**
- * True when `head` is what an interrupted upload of `expected` leaves: the volume's size, and
- * a first part of `expected` (maybe none) followed by nothing but zeros.
- */
-function isUnfinishedUpload(head: Buffer, expected: Buffer): boolean {
-  if (head.length !== expected.length || head.equals(expected)) return false;
-  let written = 0;
-  while (written < head.length && head[written] === expected[written]) written++;
-  for (let i = written; i < head.length; i++) if (head[i] !== 0) return false;
-  return true;
-}
-
-/**
- * Step 5, second half: a new overlay backed by the base; its path. kvm2's own qcow2 bytes in
- * a raw-created volume (libvirt's StorageVolCreateXML of a qcow2 runs qemu-img on the host).
- */
-async function createOverlay(
-  conn: LibvirtConnection,
-  host: string,
-  pool: NonnullStoragePool,
-  name: string,
-  base: BaseImage,
-  virtualBytes: bigint,
-  io: Io,
-): Promise<string> {
-  const bytes = overlayBytes(base, virtualBytes);
-  try {
-    const volName = overlayVolumeName(name);
-    return (await writeSmallVolumeWithPath(conn, pool, volName, bytes, io.signal)).path;
-  } catch (err) {
-    // Another attempt made it between our lookup and create: check it as above.
-    if (err instanceof LibvirtError && err.libvirtCode === VirErr.STORAGE_VOL_EXIST) {
-      const made = await overlayState(conn, host, pool, name, base, virtualBytes, io);
-      if (made.path !== undefined) return made.path;
-    }
-    throw err;
-  }
-}
-
-/** Step 6: the seed is always rebuilt, so a retried create never boots a stale one. */
-async function uploadSeed(
-  conn: LibvirtConnection,
-  pool: NonnullStoragePool,
-  name: string,
-  seed: Buffer,
-  io: Io,
-  early?: Promise<NonnullStorageVol | undefined>,
-): Promise<string> {
-  const volName = seedVolumeName(name);
-  const old = await (early ?? lookupVolume(conn, pool, volName, io.signal));
-  if (old !== undefined) await deleteVolume(conn, old, io.signal);
-  return (await writeSmallVolumeWithPath(conn, pool, volName, seed, io.signal)).path;
 }
