@@ -150,7 +150,7 @@ export const KVM2_ROWS = [
     source: 'kvm2',
     match: 'ERR_IMAGE_HTTP',
     kind: 'derived',
-    why: 'Fetching the image failed: the kind of its HTTP status row, or of the failure under it (a reset is transient); a body cut short is transient.',
+    why: 'Fetching the image failed: the kind of its HTTP status row, or of the failure under it (a reset is transient); a body cut short, transient; a refused redirect, permanent.',
   },
   {
     source: 'kvm2',

@@ -2,7 +2,10 @@
 // pool-space precheck (HEAD, falling back to a GET's headers when HEAD is refused). A `file:`
 // image is read from the local file instead (local-file.ts), through the same two calls. Errors carry
 // a code and the classification table's kind, and name the image and the URL's host only: a
-// URL's userinfo or query string may hold a token.
+// URL's userinfo or query string may hold a token. Redirects are followed here, one hop at a
+// time, under the policy of redirects.ts; fetch's own following would go anywhere.
+import dns from 'node:dns/promises';
+import type { LookupFunction } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { EnvHttpProxyAgent, fetch, type Dispatcher, type Response } from 'undici';
 import { classifyError, httpStatusKind } from '../../errors/classify.js';
@@ -10,6 +13,15 @@ import type { ErrorKind } from '../../errors/kind.js';
 import type { ImageConfig } from '../config/schema.js';
 import { Kvm2Error, type Kvm2ErrorCode } from '../../errors/error.js';
 import { localImageSize, openLocalImage } from './local-file.js';
+import {
+  addressRefusal,
+  AddressRefusedError,
+  checkedLookup,
+  hopRefusal,
+  isInternalServer,
+  literalAddress,
+  REDIRECT_POLICY,
+} from './redirects.js';
 
 /** Timeouts per phase (undici's), and the caps of a whole fill and of a size probe. */
 export const DOWNLOAD_TIMEOUTS = Object.freeze({
@@ -23,15 +35,31 @@ export const DOWNLOAD_TIMEOUTS = Object.freeze({
 });
 
 let dispatcher: Dispatcher | undefined;
+/** For hops a redirect chose, by whether the server that redirected is internal. */
+const redirectDispatchers = new Map<boolean, Dispatcher>();
 
 // HTTP_PROXY / HTTPS_PROXY / NO_PROXY are honoured: image servers often sit behind a proxy.
-function imageDispatcher(): Dispatcher {
-  dispatcher ??= new EnvHttpProxyAgent({
-    connect: { timeout: DOWNLOAD_TIMEOUTS.connectMs },
+function newDispatcher(lookup?: LookupFunction): Dispatcher {
+  return new EnvHttpProxyAgent({
+    connect: { timeout: DOWNLOAD_TIMEOUTS.connectMs, ...(lookup === undefined ? {} : { lookup }) },
     headersTimeout: DOWNLOAD_TIMEOUTS.headersMs,
     bodyTimeout: DOWNLOAD_TIMEOUTS.bodyIdleMs,
   });
+}
+
+function imageDispatcher(): Dispatcher {
+  dispatcher ??= newDispatcher();
   return dispatcher;
+}
+
+/** Its direct connections check the addresses they resolve again (a proxy resolves its own). */
+function redirectDispatcher(fromInternal: boolean): Dispatcher {
+  let found = redirectDispatchers.get(fromInternal);
+  if (found === undefined) {
+    found = newDispatcher(checkedLookup(fromInternal));
+    redirectDispatchers.set(fromInternal, found);
+  }
+  return found;
 }
 
 /** Where an image comes from, with credentials moved out of the URL into a header. */
@@ -85,17 +113,18 @@ export async function openImage(
   const local = new AbortController();
   const signal = AbortSignal.any([options.signal, local.signal]);
   const cancel = (): void => local.abort(new Error('image request ended by kvm2'));
-  let response: Response;
+  let sent: Sent;
   try {
-    response = await send(src, 'GET', signal);
+    sent = await send(src, 'GET', signal);
   } catch (err) {
     throw networkError(src, err, options.signal);
   }
+  const { response, from } = sent;
   try {
-    if (!response.ok) throw statusError(src, response);
+    if (!response.ok) throw statusError(from, response);
     const length = contentLength(response);
-    if (length === 0) throw emptyError(src);
-    return { length, body: bodyChunks(src, response, options.signal), cancel };
+    if (length === 0) throw emptyError(from);
+    return { length, body: bodyChunks(from, response, options.signal), cancel };
   } catch (err) {
     cancel();
     throw err;
@@ -114,10 +143,14 @@ export async function probeImageSize(
   if (src.file !== undefined) return localImageSize(src.imageName, src.file);
   const local = new AbortController();
   try {
-    const head = await send(src, 'HEAD', AbortSignal.any([options.signal, local.signal]));
+    const { response: head, from } = await send(
+      src,
+      'HEAD',
+      AbortSignal.any([options.signal, local.signal]),
+    );
     if (head.ok) {
       const length = contentLength(head);
-      if (length === 0) throw emptyError(src);
+      if (length === 0) throw emptyError(from);
       if (length !== undefined) return length;
     }
   } catch (err) {
@@ -130,14 +163,117 @@ export async function probeImageSize(
   return response.length;
 }
 
-function send(src: ImageSource, method: 'GET' | 'HEAD', signal: AbortSignal): Promise<Response> {
-  const headers: Record<string, string> = {
-    // Identity: the bytes hashed and uploaded are the image itself, and Content-Length its size.
-    'accept-encoding': 'identity',
-    'user-agent': 'kvm2',
-  };
-  if (src.authorization !== undefined) headers.authorization = src.authorization;
-  return fetch(src.url, { method, headers, signal, dispatcher: imageDispatcher() });
+/** A final response, and the source as messages about it name it (after redirects, its host). */
+interface Sent {
+  readonly response: Response;
+  readonly from: ImageSource;
+}
+
+/**
+ * The request, following redirects by REDIRECT_POLICY (docs/security.md, item 12): each hop's
+ * target is checked, its name resolved, before anything is sent to it; Authorization goes only
+ * to the configured URL's origin, and once dropped stays dropped, as fetch would.
+ */
+async function send(src: ImageSource, method: 'GET' | 'HEAD', signal: AbortSignal): Promise<Sent> {
+  let url = src.url;
+  let authorization = src.authorization;
+  let via = imageDispatcher();
+  /** The hop that led to `url`, for a refusal at connection time. */
+  let hop: { from: URL; count: number } | undefined;
+  /** The addresses of `url`'s host, resolved when a redirect from it needs them. */
+  let addresses: readonly string[] | undefined;
+  for (let count = 1; ; count++) {
+    const headers: Record<string, string> = {
+      // Identity: the bytes hashed and uploaded are the image itself, and Content-Length its size.
+      'accept-encoding': 'identity',
+      'user-agent': 'kvm2',
+    };
+    if (authorization !== undefined) headers.authorization = authorization;
+    let response: Response;
+    try {
+      response = await fetch(url, { method, headers, signal, dispatcher: via, redirect: 'manual' });
+    } catch (err) {
+      const refused = addressRefused(err);
+      if (refused === undefined || hop === undefined) throw err;
+      throw redirectRefused(src, hop.from, url, hop.count, refused.reason);
+    }
+    const location = response.headers.get('location');
+    const from =
+      url === src.url ? src : { ...src, where: `${url.host} (redirected from ${src.where})` };
+    if (location === null || !REDIRECT_POLICY.statuses.includes(response.status)) {
+      return { response, from };
+    }
+    void response.body?.cancel().catch(() => undefined);
+    let to: URL;
+    try {
+      to = new URL(location, url);
+    } catch {
+      throw redirectRefused(src, url, undefined, count, 'its Location is not a URL');
+    }
+    const refusal = hopRefusal({ from: url, to, count });
+    if (refusal !== undefined) throw redirectRefused(src, url, to, count, refusal);
+    addresses ??= await addressesOf(url, signal);
+    const fromInternal = isInternalServer(addresses);
+    const toAddresses = await addressesOf(to, signal);
+    const reason = addressRefusal(toAddresses, fromInternal);
+    if (reason !== undefined) throw redirectRefused(src, url, to, count, reason);
+    if (to.origin !== src.url.origin) authorization = undefined;
+    via = redirectDispatcher(fromInternal);
+    hop = { from: url, count };
+    addresses = toAddresses;
+    url = to;
+  }
+}
+
+/**
+ * The addresses of a URL's host: the literal, or what the worker's resolver says. A name it
+ * cannot resolve gives none (a proxy may still reach it; a direct connection fails, or is
+ * checked as it resolves).
+ */
+async function addressesOf(url: URL, signal: AbortSignal): Promise<readonly string[]> {
+  const literal = literalAddress(url);
+  if (literal !== undefined) return [literal];
+  signal.throwIfAborted();
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    const found = await Promise.race([dns.lookup(url.hostname, { all: true }), aborted]);
+    return found.map((a) => a.address);
+  } catch (err) {
+    if (signal.aborted) throw err;
+    return [];
+  } finally {
+    if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
+  }
+}
+
+function addressRefused(err: unknown): AddressRefusedError | undefined {
+  let e: unknown = err;
+  for (let depth = 0; depth < 8 && typeof e === 'object' && e !== null; depth++) {
+    if (e instanceof AddressRefusedError) return e;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** Permanent: the configuration names a server that redirects where kvm2 does not follow. */
+function redirectRefused(
+  src: ImageSource,
+  from: URL,
+  to: URL | undefined,
+  count: number,
+  reason: string,
+): Kvm2Error {
+  // Origins only: a Location's userinfo, path and query may hold a token.
+  const target = to === undefined ? '' : ` to ${to.protocol}//${to.host}`;
+  return new Kvm2Error(
+    'ERR_IMAGE_HTTP',
+    `image '${src.imageName}': redirect ${count} from ${from.origin}${target} refused: ${reason}`,
+    { kind: 'permanent' },
+  );
 }
 
 function contentLength(response: Response): number | undefined {
