@@ -139,10 +139,16 @@ export interface TcpProxy {
   readonly port: number;
   /** Cuts every connection and refuses new ones: to its clients, the server went away. */
   cut(): Promise<void>;
+  /**
+   * From now on nothing crosses, in either direction, and the sockets stay open: the server
+   * neither answers nor resets (hung, or a partition without RST), which cut() does not show.
+   */
+  stall(): void;
 }
 
 /** A loopback TCP proxy to `127.0.0.1:targetPort`, for outages of a real server (Redis). */
 export async function tcpProxy(targetPort: number): Promise<TcpProxy> {
+  let stalled = false;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const upstream = net.connect({ host: '127.0.0.1', port: targetPort });
@@ -151,7 +157,12 @@ export async function tcpProxy(targetPort: number): Promise<TcpProxy> {
       s.on('close', () => sockets.delete(s));
       s.on('error', () => undefined); // the other side goes with it
     }
-    client.pipe(upstream).pipe(client);
+    client.on('data', (d: Buffer) => {
+      if (!stalled) upstream.write(d);
+    });
+    upstream.on('data', (d: Buffer) => {
+      if (!stalled) client.write(d);
+    });
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   });
@@ -163,6 +174,9 @@ export async function tcpProxy(targetPort: number): Promise<TcpProxy> {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const s of sockets) s.destroy();
       await closed;
+    },
+    stall() {
+      stalled = true;
     },
   };
 }

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Kvm2Client } from '../../queues/client.js';
 import { Kvm2Error } from '../../src/errors/error.js';
-import { stallingTcpProxy, type StallingTcpProxy } from '../fakes/stalling-tcp-proxy.js';
+import { tcpProxy, type TcpProxy } from '../harness/fault-kit.js';
 import { request } from '../harness/queue-requests.js';
 import { redisScope, type RedisScope } from '../harness/redis.js';
 
@@ -40,11 +40,11 @@ function expectUnavailable(err: unknown): void {
 }
 
 describe('Redis stops answering', () => {
-  let proxy: StallingTcpProxy;
+  let proxy: TcpProxy;
   let client: Kvm2Client;
 
   beforeAll(async () => {
-    proxy = await stallingTcpProxy(Number(new URL(scope.url).port || 6379));
+    proxy = await tcpProxy(Number(new URL(scope.url).port || 6379));
   });
 
   afterEach(async () => {
@@ -52,7 +52,7 @@ describe('Redis stops answering', () => {
   });
 
   afterAll(async () => {
-    await proxy.close();
+    await proxy.cut();
   });
 
   it('create, delete and gc fail with ERR_REDIS_UNAVAILABLE, and close() ends', async () => {

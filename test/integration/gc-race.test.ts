@@ -43,6 +43,24 @@ function gcServices(provider: unknown): WorkerServices {
   } as unknown as WorkerServices;
 }
 
+/** processGc on `env` with this job data; the result's message ('' for a step of another type). */
+async function runGc(
+  env: WorkerServices,
+  data: unknown,
+  logger = env.logger,
+): Promise<{ step: Awaited<ReturnType<typeof processGc>>; message: string }> {
+  const controller = new AbortController();
+  const step = await processGc({
+    services: env,
+    name: 'gc',
+    data,
+    controller,
+    signal: controller.signal,
+    logger,
+  } as unknown as JobRun<'gc'>);
+  return { step, message: step.type === 'result' ? (step.fields.message ?? '') : '' };
+}
+
 function request(name: string) {
   return { host: 'h1', name, image: 'debian-12', tag: 'ci', userData: '#cloud-config\n' };
 }
@@ -63,17 +81,8 @@ it('a create made while the GC lists the hosts wins: its instance is left alone 
   };
   const env = gcServices(provider);
 
-  const controller = new AbortController();
-  const step = await processGc({
-    services: env,
-    name: 'gc',
-    data: { tag: 'ci', keep: [], graceMs: 0 },
-    controller,
-    signal: controller.signal,
-    logger: env.logger,
-  } as unknown as JobRun<'gc'>);
+  const { step, message } = await runGc(env, { tag: 'ci', keep: [], graceMs: 0 });
   expect(step).toMatchObject({ type: 'result', outcome: 'succeeded' });
-  const message = step.type === 'result' ? (step.fields.message ?? '') : '';
   expect(message).toContain('deleting 1');
   expect(message).toContain('1 requested since the GC was asked for');
   const deletes = (await queue.getJobs(['waiting', 'prioritized']))
@@ -101,16 +110,7 @@ it('a create made after the app asked for the GC, before the GC began, wins too'
     };
     const env = gcServices(provider);
     await queue.drain();
-    const controller = new AbortController();
-    const step = await processGc({
-      services: env,
-      name: 'gc',
-      data: job?.data as unknown,
-      controller,
-      signal: controller.signal,
-      logger: env.logger,
-    } as unknown as JobRun<'gc'>);
-    const message = step.type === 'result' ? (step.fields.message ?? '') : '';
+    const { message } = await runGc(env, job?.data as unknown);
     expect(message).toContain('deleting 1');
     const deletes = (await queue.getJobs(['waiting', 'prioritized']))
       .filter((j) => j.name === 'delete')
@@ -145,16 +145,7 @@ it("a create that replaces a victim, enqueued before the GC and not yet run, is 
     };
     const env = gcServices(provider);
     await queue.drain();
-    const controller = new AbortController();
-    const step = await processGc({
-      services: env,
-      name: 'gc',
-      data: job?.data as unknown,
-      controller,
-      signal: controller.signal,
-      logger: env.logger,
-    } as unknown as JobRun<'gc'>);
-    const message = step.type === 'result' ? (step.fields.message ?? '') : '';
+    const { message } = await runGc(env, job?.data as unknown);
     expect(message).toContain('deleting 2');
     const deletes = (await queue.getJobs(['waiting', 'prioritized']))
       .filter((j) => j.name === 'delete')
@@ -185,16 +176,11 @@ it('a kept id that names no listed instance is said in the result and a warning,
     { level: 'warn' },
     { write: (line: string) => warnings.push(JSON.parse(line)) },
   );
-  const controller = new AbortController();
-  const step = await processGc({
-    services: env,
-    name: 'gc',
-    data: { tag: 'ci', keep: ['hl/meant', 'h1/gone'], graceMs: 0 },
-    controller,
-    signal: controller.signal,
+  const { message } = await runGc(
+    env,
+    { tag: 'ci', keep: ['hl/meant', 'h1/gone'], graceMs: 0 },
     logger,
-  } as unknown as JobRun<'gc'>);
-  const message = step.type === 'result' ? (step.fields.message ?? '') : '';
+  );
   expect(message).toContain('deleting 1 (0 kept');
   expect(message).toContain('2 kept ids name no instance of the tag: hl/meant, h1/gone');
   expect(warnings).toEqual([
