@@ -103,8 +103,10 @@ export function resultEnding(
  * same round trip, the job's lock released (deleted only while it still holds `lock.token`). A
  * final result is appended once per attempt (includes/append-result-once.lua): a run repeated
  * because a Redis failover lost the end of the first gets the first one's id back. `jobKey` is
- * the job's BullMQ hash. A run that completes its job writes the same in BullMQ's completion
- * (workers/run/completion.ts).
+ * the job's BullMQ hash. With `jobToken` (the run's BullMQ token) it is appended only while the
+ * job is still that run's: one that stalled away to another run, or was finished by one, is
+ * left to it, and '' is returned. A run that completes its job writes the same in BullMQ's
+ * completion (workers/run/completion.ts).
  */
 export async function appendRunResult(
   redis: RedisConnection,
@@ -112,9 +114,17 @@ export async function appendRunResult(
   result: JobResult,
   jobKey: string,
   lock?: HeldLock,
+  jobToken?: string,
 ): Promise<string> {
   const { keys, args } = resultEnding(prefix, result, jobKey, lock);
-  return String(await RELEASE_AND_APPEND.run(redis, [...keys, jobKey], args));
+  const [lockToken, maxLen, final, ...fields] = args;
+  return String(
+    await RELEASE_AND_APPEND.run(
+      redis,
+      [...keys, jobKey, `${jobKey}:lock`],
+      [lockToken ?? '', maxLen ?? RESULTS_MAX_LEN, final ?? '', jobToken ?? '', ...fields],
+    ),
+  );
 }
 
 /**

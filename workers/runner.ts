@@ -160,7 +160,7 @@ async function runJob(
     };
     if (completes)
       endWithCompletion(job, resultEnding(env.prefix, result, jobKey, lease?.detach()));
-    else await appendRunResult(env.redis, env.prefix, result, jobKey, lease?.detach());
+    else await appendRunResult(env.redis, env.prefix, result, jobKey, lease?.detach(), token);
     env.metrics.outcome(queue, job.name, outcome, (performance.now() - started) / 1000);
     span.setAttribute('kvm2.outcome', outcome);
     return result;

@@ -236,4 +236,41 @@ describe("a run's result", () => {
       ['failed', 3, later],
     ]);
   });
+
+  it('of a run whose job is no longer its own is left to the run that has it, the instance lock still released', async () => {
+    // Worker A's run of the job's last attempt stalled away from it (cut off from Redis past
+    // BullMQ's lock); worker B ran the attempt again and completed it, writing `succeeded`.
+    // A's LockLostError would then add `failed`: two final results, the last one wrong.
+    const jobId = randomUUID();
+    const jobKey = `${scope.prefix}:host.h1:${jobId}`;
+    await scope.redis.hset(jobKey, 'name', 'create');
+    const instanceLock = `${scope.prefix}:lock:test-${jobId}`;
+    await scope.redis.set(instanceLock, 'token-a');
+    const failed = { ...result(jobId, 'failed'), attempt: 5 };
+    const run = (jobToken: string): Promise<string> =>
+      appendRunResult(
+        scope.redis,
+        scope.prefix,
+        failed,
+        jobKey,
+        { redisKey: instanceLock, token: 'token-a' },
+        jobToken,
+      );
+    // B holds the job now (its token in `<job>:lock`); then B has finished it (no lock at all).
+    await scope.redis.set(`${jobKey}:lock`, 'bullmq-token-b');
+    expect(await run('bullmq-token-a')).toBe('');
+    expect(await scope.redis.exists(instanceLock)).toBe(0); // A's own lock still released
+    await scope.redis.del(`${jobKey}:lock`);
+    expect(await run('bullmq-token-a')).toBe('');
+    expect((await allResults(scope.redis, scope.prefix)).filter((r) => r.jobId === jobId)).toEqual(
+      [],
+    );
+    expect(await scope.redis.hget(jobKey, 'kvm2Final')).toBeNull();
+    // While the job is A's, A's result is appended as before.
+    await scope.redis.set(`${jobKey}:lock`, 'bullmq-token-a');
+    const id = await run('bullmq-token-a');
+    expect(id).not.toBe('');
+    const mine = (await allResults(scope.redis, scope.prefix)).filter((r) => r.jobId === jobId);
+    expect(mine.map((r) => [r.outcome, r.streamId])).toEqual([['failed', id]]);
+  });
 });
