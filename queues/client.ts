@@ -175,7 +175,7 @@ export class Kvm2Client {
       const { jobId, instanceId, generation } = enqueued;
       return { jobId, uid, id: instanceId, generation };
     } catch (err) {
-      throw asRedisError(this.#target, err);
+      throw this.#redisError(err);
     }
   }
 
@@ -195,7 +195,7 @@ export class Kvm2Client {
       this.#remember(queued.jobId, queued.resultsFrom);
       return { jobId: queued.jobId, generation: queued.generation };
     } catch (err) {
-      throw asRedisError(this.#target, err);
+      throw this.#redisError(err);
     }
   }
 
@@ -227,7 +227,7 @@ export class Kvm2Client {
       this.#remember(jobId, resultsFrom);
       return { jobId };
     } catch (err) {
-      throw asRedisError(this.#target, err);
+      throw this.#redisError(err);
     }
   }
 
@@ -292,7 +292,7 @@ export class Kvm2Client {
       const placement = this.#placement;
       const redis = await this.#connection();
       const reports = await readHealth(redis, this.prefix).catch((err: unknown) => {
-        throw asRedisError(this.#target, err);
+        throw this.#redisError(err);
       });
       const host = placeInZone({
         zone,
@@ -319,6 +319,23 @@ export class Kvm2Client {
       'ERR_INVALID_JOB',
       `${field}: host '${host}' is not in the configuration (hosts: ${[...this.#hosts].join(', ')})`,
     );
+  }
+
+  /**
+   * A failure of the client's connection as the caller sees it (ERR_REDIS_UNAVAILABLE for an
+   * outage). A command Redis did not answer in time leaves the socket open on a Redis that may
+   * never answer it: the connection is dropped and dialled again, so the calls after it fail at
+   * once while it is away, as in any outage, and go through once it answers again.
+   */
+  #redisError(err: unknown): unknown {
+    if (
+      err instanceof Error &&
+      err.message === 'Command timed out' &&
+      this.#redis.status === 'ready'
+    ) {
+      this.#redis.disconnect(true);
+    }
+    return asRedisError(this.#target, err);
   }
 
   #checkOpen(): void {

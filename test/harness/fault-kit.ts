@@ -144,6 +144,8 @@ export interface TcpProxy {
    * neither answers nor resets (hung, or a partition without RST), which cut() does not show.
    */
   stall(): void;
+  /** Lets bytes cross again (those sent while stalled are gone, as on a lossy link). */
+  resume(): void;
 }
 
 /** A loopback TCP proxy to `127.0.0.1:targetPort`, for outages of a real server (Redis). */
@@ -177,6 +179,9 @@ export async function tcpProxy(targetPort: number): Promise<TcpProxy> {
     },
     stall() {
       stalled = true;
+    },
+    resume() {
+      stalled = false;
     },
   };
 }
