@@ -50,6 +50,12 @@ describe('address classes', () => {
     ['172.32.0.1', 'public'],
     ['8.8.8.8', 'public'],
     ['2001:db8::1', 'public'],
+    // NAT64 (RFC 6052's well-known prefix): the IPv4 address it carries is where it goes.
+    ['64:ff9b::a9fe:a9fe', 'forbidden'], // 169.254.169.254
+    ['64:ff9b::169.254.169.254', 'forbidden'],
+    ['64:ff9b::7f00:1', 'internal'], // 127.0.0.1
+    ['64:ff9b::a00:1', 'internal'], // 10.0.0.1
+    ['64:ff9b::808:808', 'public'], // 8.8.8.8
   ])('%s is %s', (address, expected) => {
     expect(addressClass(address)).toBe(expected);
   });

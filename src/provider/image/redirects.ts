@@ -39,8 +39,30 @@ internal.addAddress('::', 'ipv6');
 internal.addAddress('::1', 'ipv6');
 internal.addSubnet('fc00::', 7, 'ipv6');
 
-/** The class of an IP address (IPv4-mapped IPv6 counts as its IPv4 address). */
+/** NAT64's well-known prefix (RFC 6052): a network with NAT64 carries these to the IPv4 address. */
+const nat64 = new BlockList();
+nat64.addSubnet('64:ff9b::', 96, 'ipv6');
+
+/** The IPv4 address a NAT64 address (64:ff9b::/96) carries in its last 32 bits. */
+function nat64Target(address: string): string {
+  const dotted = address.slice(address.lastIndexOf(':') + 1);
+  if (isIP(dotted) === 4) return dotted;
+  const [head = '', tail = ''] = address.split('::');
+  const heads = head === '' ? [] : head.split(':');
+  const tails = tail === '' ? [] : tail.split(':');
+  const groups = [...heads, ...Array<string>(8 - heads.length - tails.length).fill('0'), ...tails];
+  const [high = 0, low = 0] = groups.slice(6).map((g) => Number.parseInt(g, 16));
+  return [high >> 8, high & 255, low >> 8, low & 255].join('.');
+}
+
+/**
+ * The class of an IP address: IPv4-mapped IPv6 counts as its IPv4 address, and so does a NAT64
+ * address (64:ff9b::a9fe:a9fe reaches 169.254.169.254 where the network translates).
+ */
 export function addressClass(address: string): AddressClass {
+  if (isIP(address) === 6 && nat64.check(address, 'ipv6')) {
+    return addressClass(nat64Target(address));
+  }
   const family = isIP(address) === 6 ? 'ipv6' : 'ipv4';
   if (forbidden.check(address, family)) return 'forbidden';
   if (internal.check(address, family)) return 'internal';
