@@ -31,6 +31,30 @@ export async function isolatedNetwork(prefix = 'kvm2-net'): Promise<TestNetwork>
   };
 }
 
+export interface TestPool {
+  readonly name: string;
+  /** Deletes every volume in the pool (starting it again if a test stopped it), then the pool. */
+  remove(): Promise<void>;
+}
+
+/** A started dir pool over `target`, a directory the test made and removes itself. */
+export async function dirPool(prefix: string, target: string): Promise<TestPool> {
+  const name = uniqueName(prefix).slice(0, 40);
+  await virsh(['pool-define-as', name, 'dir', '--target', target]);
+  await virsh(['pool-start', name]);
+  return {
+    name,
+    remove: async () => {
+      await virsh(['pool-start', name]).catch(() => undefined);
+      for (const v of await poolVolumes(name).catch(() => [])) {
+        await virsh(['vol-delete', '--pool', name, v]).catch(() => undefined);
+      }
+      await virsh(['pool-destroy', name]).catch(() => undefined);
+      await virsh(['pool-undefine', name]).catch(() => undefined);
+    },
+  };
+}
+
 /** Volume names in a pool, sorted. */
 export async function poolVolumes(pool = 'default'): Promise<string[]> {
   await virsh(['pool-refresh', pool]);

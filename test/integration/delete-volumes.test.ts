@@ -10,14 +10,15 @@ import { parseConfig } from '../../src/provider/config/load.js';
 import { newUid } from '../../src/provider/core/ids.js';
 import { Provider } from '../../src/provider/provider.js';
 import { buildMetadata } from '../../src/provider/xml/metadata.js';
-import { domainExists, poolVolumes } from '../harness/libvirt-objects.js';
+import { dirPool, domainExists, poolVolumes, type TestPool } from '../harness/libvirt-objects.js';
 import { startSshd, type Sshd } from '../harness/sshd.js';
 import { memoryLogger } from '../harness/telemetry.js';
 import { testHost } from '../harness/test-host.js';
 import { uniqueName, virsh } from '../harness/virsh.js';
 
 const u = uniqueName('dv');
-const pool = uniqueName('kvm2-delvol').slice(0, 40);
+let testPool: TestPool | undefined;
+let pool = '';
 let sshd: Sshd;
 let dir: string;
 let provider: Provider;
@@ -51,8 +52,8 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvm2-delvol-'));
   const target = path.join(dir, 'pool');
   fs.mkdirSync(target);
-  await virsh(['pool-define-as', pool, 'dir', '--target', target]);
-  await virsh(['pool-start', pool]);
+  testPool = await dirPool('kvm2-delvol', target);
+  pool = testPool.name;
   sshd = await startSshd();
   const config = parseConfig({ hosts: [testHost(sshd, 'kvm2-delvol-unused', { pool })] });
   provider = new Provider(config, { logger });
@@ -64,12 +65,7 @@ afterAll(async () => {
     await virsh(['destroy', d]).catch(() => undefined);
     await virsh(['undefine', d]).catch(() => undefined);
   }
-  await virsh(['pool-start', pool]).catch(() => undefined);
-  for (const v of await poolVolumes(pool).catch(() => [])) {
-    await virsh(['vol-delete', '--pool', pool, v]).catch(() => undefined);
-  }
-  await virsh(['pool-destroy', pool]).catch(() => undefined);
-  await virsh(['pool-undefine', pool]).catch(() => undefined);
+  await testPool?.remove();
   await sshd?.stop();
   if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true });
 });

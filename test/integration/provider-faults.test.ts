@@ -15,12 +15,14 @@ import { KVM2_XMLNS } from '../../src/provider/xml/metadata.js';
 import { startImageServer, type ImageServer } from '../harness/image-server.js';
 import { restartLibvirtd } from '../harness/libvirtd.js';
 import {
+  dirPool,
   domainExists,
   isolatedNetwork,
   poolBases,
   poolVolumes,
   removeBasesSince,
   type TestNetwork,
+  type TestPool,
 } from '../harness/libvirt-objects.js';
 import { startSshd, type Sshd } from '../harness/sshd.js';
 import { uniqueName, virsh } from '../harness/virsh.js';
@@ -55,10 +57,10 @@ it('a pool too small for the image: quota_exceeded before anything is written', 
   const mnt = path.join(dir, 'small');
   fs.mkdirSync(mnt);
   await run('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', mnt]);
-  const pool = uniqueName('kvm2-small').slice(0, 40);
+  let testPool: TestPool | undefined;
   try {
-    await virsh(['pool-define-as', pool, 'dir', '--target', mnt]);
-    await virsh(['pool-start', pool]);
+    testPool = await dirPool('kvm2-small', mnt);
+    const pool = testPool.name;
     images.serve('/big.raw', { data: crypto.randomBytes(16 << 20) });
     const provider = new Provider(
       parseConfig({
@@ -81,8 +83,7 @@ it('a pool too small for the image: quota_exceeded before anything is written', 
       await provider.close();
     }
   } finally {
-    await virsh(['pool-destroy', pool]).catch(() => undefined);
-    await virsh(['pool-undefine', pool]).catch(() => undefined);
+    await testPool?.remove();
     await run('umount', [mnt]).catch(() => undefined);
   }
 });
@@ -94,14 +95,14 @@ it('a cached image and no room left for the seed: quota_exceeded, no volume or d
   const mnt = path.join(dir, 'seedless');
   fs.mkdirSync(mnt);
   await run('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', mnt]);
-  const pool = uniqueName('kvm2-seedless').slice(0, 40);
+  let testPool: TestPool | undefined;
   const name = uniqueName('kvm2-seedless');
   const image = path.join(dir, 'seedless.qcow2');
   await run('qemu-img', ['create', '-q', '-f', 'qcow2', image, '64M']);
   images.serve('/seedless.qcow2', { file: image });
   try {
-    await virsh(['pool-define-as', pool, 'dir', '--target', mnt]);
-    await virsh(['pool-start', pool]);
+    testPool = await dirPool('kvm2-seedless', mnt);
+    const pool = testPool.name;
     const provider = new Provider(
       parseConfig({
         hosts: [{ ...testHost(sshd, net.name, { pool }), poolReserve: '4KiB' }],
@@ -126,12 +127,7 @@ it('a cached image and no room left for the seed: quota_exceeded, no volume or d
       await provider.close();
     }
   } finally {
-    await run('sh', [
-      '-c',
-      `virsh -q vol-list ${pool} | awk '{print $1}' | xargs -r -n1 virsh -q vol-delete --pool ${pool}`,
-    ]).catch(() => undefined);
-    await virsh(['pool-destroy', pool]).catch(() => undefined);
-    await virsh(['pool-undefine', pool]).catch(() => undefined);
+    await testPool?.remove();
     await run('umount', [mnt]).catch(() => undefined);
   }
 });

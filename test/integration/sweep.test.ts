@@ -12,7 +12,7 @@ import { parseConfig } from '../../src/provider/config/load.js';
 import { Kvm2Error } from '../../src/errors/error.js';
 import { InProcessLocks, type KeyedLocks } from '../../src/provider/core/keyed-locks.js';
 import { Provider } from '../../src/provider/provider.js';
-import { poolVolumes } from '../harness/libvirt-objects.js';
+import { dirPool, poolVolumes, type TestPool } from '../harness/libvirt-objects.js';
 import { freePort, startSshd, type Sshd } from '../harness/sshd.js';
 import { testHost } from '../harness/test-host.js';
 import { uniqueName, virsh } from '../harness/virsh.js';
@@ -39,7 +39,8 @@ class TestLocks implements KeyedLocks {
 }
 
 const u = uniqueName('sw');
-const pool = uniqueName('kvm2-sweep').slice(0, 40);
+let testPool: TestPool | undefined;
+let pool = '';
 const HOUR = 3_600_000;
 let sshd: Sshd;
 let dir: string;
@@ -72,13 +73,13 @@ async function makeVolume(name: string): Promise<void> {
   await virsh(['vol-create-as', pool, name, '1M', '--format', 'raw']);
 }
 
-/** A shut-off domain without kvm2 metadata: foreign, never to be touched. */
-async function defineForeignDomain(name: string): Promise<void> {
+/** A shut-off domain without kvm2 metadata, with `devices`: foreign, never to be touched. */
+async function defineForeignDomain(name: string, devices = ''): Promise<void> {
   const file = path.join(dir, `${name}.xml`);
   fs.writeFileSync(
     file,
     `<domain type='qemu'><name>${name}</name><memory unit='MiB'>32</memory>` +
-      `<os><type arch='x86_64'>hvm</type></os></domain>`,
+      `<os><type arch='x86_64'>hvm</type></os><devices>${devices}</devices></domain>`,
   );
   domains.push(name);
   await virsh(['define', file]);
@@ -88,8 +89,8 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvm2-sweep-'));
   const target = path.join(dir, 'pool');
   fs.mkdirSync(target);
-  await virsh(['pool-define-as', pool, 'dir', '--target', target]);
-  await virsh(['pool-start', pool]);
+  testPool = await dirPool('kvm2-sweep', target);
+  pool = testPool.name;
   sshd = await startSshd();
   const config = parseConfig({
     // The sweep never reads the network; the name only has to parse.
@@ -120,11 +121,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await provider?.close();
   for (const d of domains) await virsh(['undefine', d]).catch(() => undefined);
-  for (const v of await poolVolumes(pool).catch(() => [])) {
-    await virsh(['vol-delete', '--pool', pool, v]).catch(() => undefined);
-  }
-  await virsh(['pool-destroy', pool]).catch(() => undefined);
-  await virsh(['pool-undefine', pool]).catch(() => undefined);
+  await testPool?.remove();
   await sshd?.stop();
   if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true });
 });
@@ -222,24 +219,14 @@ describe('sweepOrphanVolumes', () => {
     await makeVolume(`kvm2-${lent}-seed.iso`);
     await makeVolume(`kvm2-${lone}.qcow2`);
     const overlayPath = (await virsh(['vol-path', '--pool', pool, `kvm2-${renamed}.qcow2`])).trim();
-    const defineWith = async (name: string, disk: string): Promise<void> => {
-      const file = path.join(dir, `${name}.xml`);
-      fs.writeFileSync(
-        file,
-        `<domain type='qemu'><name>${name}</name><memory unit='MiB'>32</memory>` +
-          `<os><type arch='x86_64'>hvm</type></os><devices>${disk}</devices></domain>`,
-      );
-      domains.push(name);
-      await virsh(['define', file]);
-    };
-    await defineWith(
+    await defineForeignDomain(
       renamed,
       `<disk type='file' device='disk'><source file='${overlayPath}'/>` +
         `<target dev='vda' bus='virtio'/></disk>`,
     );
     await virsh(['domrename', renamed, `${renamed}.old`]);
     domains.splice(domains.indexOf(renamed), 1, `${renamed}.old`);
-    await defineWith(
+    await defineForeignDomain(
       borrower,
       `<disk type='volume' device='cdrom'><source pool='${pool}' volume='kvm2-${lent}-seed.iso'/>` +
         `<target dev='sda' bus='sata'/><readonly/></disk>`,
@@ -264,6 +251,44 @@ describe('sweepOrphanVolumes', () => {
         (l) => l['level'] === 40 && l['volume'] === `kvm2-${renamed}.qcow2` && l['host'] === 'h1',
       ),
     ).toBe(true);
+  });
+
+  it('keeps a volume a domain attached while the sweep removed an earlier candidate', async () => {
+    const first = `${u}-a1`; // nobody's: deleted, the host's domains listed under its lock
+    const later = `${u}-z1`; // attached by a foreign domain while the sweep waits for its lock
+    const borrower = `${u}-z1b`;
+    const laterVolume = `kvm2-${later}.qcow2`;
+    await makeVolume(`kvm2-${first}.qcow2`);
+    await makeVolume(laterVolume);
+    const key = `instance:h1/${later}`;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const held = locks.withLock(key, () => gate);
+    let attached = false;
+    locks.onRequest = (k) => {
+      if (k !== key) return;
+      const disk =
+        `<disk type='volume' device='disk'><source pool='${pool}' volume='${laterVolume}'/>` +
+        `<target dev='vda' bus='virtio'/></disk>`;
+      void defineForeignDomain(borrower, disk)
+        .then(() => (attached = true))
+        .finally(() => release());
+    };
+    try {
+      const report = await provider.sweepOrphanVolumes('h1', { olderThanMs: 0 });
+      expect(attached).toBe(true);
+      expect(report.removed).toContain(`kvm2-${first}.qcow2`);
+      expect(report.removed).not.toContain(laterVolume);
+      expect(report.skipped).toContainEqual({
+        volume: laterVolume,
+        reason: `in use by domain '${borrower}'`,
+      });
+    } finally {
+      locks.onRequest = undefined;
+      release();
+      await held;
+    }
+    expect(await poolVolumes(pool)).toContain(laterVolume);
   });
 
   it('rejects when the host cannot be reached', async () => {

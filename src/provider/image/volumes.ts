@@ -173,33 +173,46 @@ async function whileBusy<T>(
   }
 }
 
-/** A volume as a domain's disk can name it: by its path, or by its pool and name. */
-export interface VolumeRef {
-  readonly pool: string;
-  readonly name: string;
-  readonly path: string;
-}
-
-/** The domains whose disks name a volume; one listing of the host answers for all volumes. */
-export interface VolumeUsers {
-  /** The names of the domains using `volume`, sorted; empty when none does. */
-  of(volume: VolumeRef): string[];
+/**
+ * For each of `volumes` (volumes of the pool `poolName`), the names of the domains whose disks
+ * use it, sorted; empty when none does. One listing of the host's domains answers for all, made
+ * only when `volumes` is not empty. Any failure is thrown: the caller cannot tell what is free,
+ * so it must not delete.
+ */
+export async function domainsUsing(
+  conn: LibvirtConnection,
+  poolName: string,
+  volumes: readonly NonnullStorageVol[],
+  signal: AbortSignal,
+): Promise<string[][]> {
+  if (volumes.length === 0) return [];
+  const [users, paths] = await Promise.all([
+    listVolumeUsers(conn, signal),
+    Promise.all(volumes.map((vol) => conn.call(StorageVolGetPath, { vol }, { signal }))),
+  ]);
+  return volumes.map((vol, i) => {
+    const names = new Set([
+      ...(users.get(pathKey(paths[i]?.name ?? '')) ?? []),
+      ...(users.get(poolVolumeKey(poolName, vol.name)) ?? []),
+    ]);
+    return [...names].sort();
+  });
 }
 
 // virDomainGetXMLFlags: VIR_DOMAIN_XML_INACTIVE, the definition the next boot uses.
 const XML_INACTIVE = 2;
 
 /**
- * Every domain on the host, and the volumes its disks name: each disk's source and, in a
- * running domain's live XML, the backing chain libvirt reports under it. A running domain is
- * read twice, live and as defined: `virsh attach-disk --config` adds a disk to the next boot
- * only. A domain gone since the listing uses nothing; any other failure is thrown (the caller
+ * The host's domains by the volumes their disks name (keys from pathKey and poolVolumeKey):
+ * each disk's source and, in a running domain's live XML, the backing chain libvirt reports
+ * under it. A running domain is read twice, live and as defined: `virsh attach-disk --config`
+ * adds a disk to the next boot only. A domain gone since the listing uses nothing; any other failure is thrown (the caller
  * cannot tell what is free, so it must not delete).
  */
-export async function listVolumeUsers(
+async function listVolumeUsers(
   conn: LibvirtConnection,
   signal: AbortSignal,
-): Promise<VolumeUsers> {
+): Promise<Map<string, Set<string>>> {
   const { domains } = await conn.call(
     ConnectListAllDomains,
     { needResults: 1, flags: 0 },
@@ -229,15 +242,7 @@ export async function listVolumeUsers(
       }),
     ),
   );
-  return {
-    of(volume) {
-      const names = new Set([
-        ...(users.get(pathKey(volume.path)) ?? []),
-        ...(users.get(poolVolumeKey(volume.pool, volume.name)) ?? []),
-      ]);
-      return [...names].sort();
-    },
-  };
+  return users;
 }
 
 const pathKey = (file: string): string => `path\0${path.posix.normalize(file)}`;

@@ -15,10 +15,8 @@ import {
   DomainUndefineFlags,
   StoragePoolIsActive,
   StoragePoolLookupByName,
-  StorageVolGetPath,
   type NonnullDomain,
   type NonnullStoragePool,
-  type NonnullStorageVol,
 } from '../../libvirt/protocol.gen.js';
 import { Kvm2Error } from '../../errors/error.js';
 import type { ProviderContext } from '../core/host-context.js';
@@ -31,7 +29,7 @@ import {
 import { requireOwned } from '../core/instance.js';
 import { asOperationError, isNoDomain } from '../core/not-found.js';
 import { inSpan } from '../core/telemetry.js';
-import { deleteVolume, listVolumeUsers, lookupVolume, type VolumeUsers } from '../image/volumes.js';
+import { deleteVolume, domainsUsing, lookupVolume } from '../image/volumes.js';
 
 const UNDEFINE_MANAGED_SAVE = 1;
 const UNDEFINE_SNAPSHOTS_METADATA = 2;
@@ -99,23 +97,19 @@ export async function removeLocked(
   // Disks go before the definition: a delete cut short leaves an owned domain, which a later
   // create with another uid refuses, never an orphan overlay that it could boot from.
   if (dom !== null) await destroyIfActive(conn, dom, io);
-  // With the domain gone, its volumes' names are all that ties them to it: asked once.
-  let users: Promise<VolumeUsers> | undefined;
-  const inUse = async (volName: string, vol: NonnullStorageVol): Promise<string[]> => {
-    if (dom !== null) return [];
-    const { name: path } = await conn.call(StorageVolGetPath, { vol }, io);
-    users ??= listVolumeUsers(conn, io.signal);
-    return (await users).of({ pool: poolName, name: volName, path });
-  };
   try {
+    const names = [overlayVolumeName(name), seedVolumeName(name)];
+    const found = (
+      await Promise.all(names.map((volName) => lookupVolume(conn, pool, volName, io.signal)))
+    ).filter((vol) => vol !== undefined);
+    // With the domain gone, its volumes' names are all that ties them to it.
+    const users = dom === null ? await domainsUsing(conn, poolName, found, io.signal) : [];
     await Promise.all(
-      [overlayVolumeName(name), seedVolumeName(name)].map(async (volName) => {
-        const vol = await lookupVolume(conn, pool, volName, io.signal);
-        if (vol === undefined) return;
-        const domains = await inUse(volName, vol);
+      found.map(async (vol, i) => {
+        const domains = users[i] ?? [];
         if (domains.length > 0) {
           ctx.logger.warn(
-            { host, instance: `${host}/${name}`, volume: volName, domains },
+            { host, instance: `${host}/${name}`, volume: vol.name, domains },
             'delete: the domain is gone but another domain uses its volume; kept',
           );
           return;

@@ -17,7 +17,7 @@ import type { BaseImage } from '../image/base-image.js';
 import { OVERLAY_BYTES, qcow2Backing, qcow2Overlay } from '../image/qcow2-overlay.js';
 import {
   deleteVolume,
-  listVolumeUsers,
+  domainsUsing,
   lookupVolume,
   readSmallVolume,
   uploadBytes,
@@ -49,14 +49,9 @@ export async function refuseVolumesInUse(
   volumes: readonly (NonnullStorageVol | undefined)[],
 ): Promise<void> {
   const found = volumes.filter((vol) => vol !== undefined);
-  if (found.length === 0) return;
-  const options = { signal: t.signal };
-  const [users, paths] = await Promise.all([
-    listVolumeUsers(t.conn, t.signal),
-    Promise.all(found.map((vol) => t.conn.call(StorageVolGetPath, { vol }, options))),
-  ]);
+  const users = await domainsUsing(t.conn, t.poolName, found, t.signal);
   const used = found.flatMap((vol, i) => {
-    const domains = users.of({ pool: t.poolName, name: vol.name, path: paths[i]?.name ?? '' });
+    const domains = users[i] ?? [];
     return domains.length === 0 ? [] : [{ volume: vol.name, domains }];
   });
   if (used.length === 0) return;

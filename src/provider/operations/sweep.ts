@@ -18,7 +18,7 @@ import {
 import { hostConfig, type ProviderContext } from '../core/host-context.js';
 import { Kvm2Error } from '../../errors/error.js';
 import { formatInstanceId, instanceLockName, instanceVolumeOwner } from '../core/ids.js';
-import { deleteVolume, listVolumeUsers, lookupVolume, type VolumeUsers } from '../image/volumes.js';
+import { deleteVolume, domainsUsing, lookupVolume } from '../image/volumes.js';
 import { asOperationError, isNoDomain } from '../core/not-found.js';
 import { inSpan } from '../core/telemetry.js';
 import { XmlError, firstChild, readXml, type XmlElement } from '../xml/types.js';
@@ -66,9 +66,6 @@ interface Sweep {
   readonly pool: NonnullStoragePool;
   readonly poolName: string;
   readonly report: Tally;
-  /** The host's domains and the volumes they use: listed once, when first asked (most sweeps
-   *  find no orphan, and a listing reads every domain's XML). */
-  readonly users: (signal: AbortSignal) => Promise<VolumeUsers>;
   /** True when a volume last changed at `changedAt` is past the grace period. */
   readonly isOld: (changedAt: number | undefined) => boolean;
   readonly signal?: AbortSignal | undefined;
@@ -111,7 +108,6 @@ export async function sweepOrphanVolumes(
     const report: Tally = { removed: [], skipped: [], kept: 0 };
     const isOld = (changedAt: number | undefined): boolean =>
       changedAt !== undefined && now - changedAt > olderThanMs;
-    let users: Promise<VolumeUsers> | undefined;
     const sweep: Sweep = {
       ctx,
       host,
@@ -121,8 +117,6 @@ export async function sweepOrphanVolumes(
       report,
       isOld,
       signal,
-      // Under the first candidate's lock; a listing that failed answers each candidate so.
-      users: (lockSignal) => (users ??= listVolumeUsers(conn, lockSignal)),
     };
     for (const [name, volumes] of volumesByInstance(vols)) {
       signal?.throwIfAborted();
@@ -211,24 +205,35 @@ async function removeLocked(
     report.kept += volumes.length;
     return;
   }
+  const candidates: NonnullStorageVol[] = [];
   for (const volume of volumes) {
     try {
       const vol = await lookupVolume(conn, pool, volume, signal);
       if (vol === undefined) continue; // deleted meanwhile: nothing left to count
-      const described = await describeVolume(conn, vol, { signal });
-      if (!sweep.isOld(described.changedAt)) {
-        report.kept += 1;
-        continue;
-      }
-      const ref = { pool: sweep.poolName, name: volume, path: described.path };
-      const usedBy = (await sweep.users(signal)).of(ref);
-      if (usedBy.length > 0) {
-        keepInUse(sweep, volume, usedBy);
-        continue;
-      }
-      if (await deleteVolume(conn, vol, signal)) report.removed.push(volume);
+      if (sweep.isOld(await volumeChangedAt(conn, vol, { signal }))) candidates.push(vol);
+      else report.kept += 1;
     } catch (err) {
       skip(sweep, volume, err);
+    }
+  }
+  let users: string[][];
+  try {
+    // Listed under this candidate's lock: a domain that attached the volume since is seen.
+    users = await domainsUsing(conn, sweep.poolName, candidates, signal);
+  } catch (err) {
+    for (const vol of candidates) skip(sweep, vol.name, err);
+    return;
+  }
+  for (const [i, vol] of candidates.entries()) {
+    const usedBy = users[i] ?? [];
+    if (usedBy.length > 0) {
+      keepInUse(sweep, vol.name, usedBy);
+      continue;
+    }
+    try {
+      if (await deleteVolume(conn, vol, signal)) report.removed.push(vol.name);
+    } catch (err) {
+      skip(sweep, vol.name, err);
     }
   }
 }
@@ -296,25 +301,14 @@ function skip(sweep: Sweep, volume: string, err: unknown): void {
   sweep.ctx.logger.warn({ host: sweep.host, volume, reason }, 'sweep: volume skipped');
 }
 
+/** When the volume last changed; libvirt refreshes it (stat) before describing it. */
 async function volumeChangedAt(
   conn: LibvirtConnection,
   vol: NonnullStorageVol,
   io: Io,
 ): Promise<number | undefined> {
-  return (await describeVolume(conn, vol, io)).changedAt;
-}
-
-/** When the volume last changed, and its path (what a domain's disk names it by). */
-async function describeVolume(
-  conn: LibvirtConnection,
-  vol: NonnullStorageVol,
-  io: Io,
-): Promise<{ changedAt: number | undefined; path: string }> {
-  // libvirt refreshes the volume (stat) before describing it: the timestamps are current.
   const { xml } = await conn.call(StorageVolGetXMLDesc, { vol, flags: 0 }, io);
-  const target = firstChild(readVolumeXml(xml), 'target');
-  const path = (target === undefined ? undefined : firstChild(target, 'path')?.text.trim()) ?? '';
-  return { changedAt: targetChangedAt(target), path };
+  return targetChangedAt(firstChild(readVolumeXml(xml), 'target'));
 }
 
 function readVolumeXml(volumeXml: string): XmlElement {
