@@ -103,6 +103,16 @@ export interface CliRig {
   stop: () => Promise<void>;
 }
 
+/** `kvm2 create` of `name` from `image` on host h1, with the configuration file `config`. */
+export function createArgs(
+  config: string,
+  name: string,
+  image: string,
+  ...more: string[]
+): string[] {
+  return ['create', '--config', config, '--host', 'h1', '--name', name, '--image', image, ...more];
+}
+
 export function cliRig(): CliRig {
   let scope: RedisScope | undefined;
   let sshd: Sshd | undefined;
@@ -121,21 +131,6 @@ export function cliRig(): CliRig {
     const queue = new Queue(hostQueueName(host), { connection: scope.redis, prefix: scope.prefix });
     queues.push(queue);
     return queue;
-  }
-
-  function createArgs(name: string, image: string, ...more: string[]): string[] {
-    return [
-      'create',
-      '--config',
-      goodConfig,
-      '--host',
-      'h1',
-      '--name',
-      name,
-      '--image',
-      image,
-      ...more,
-    ];
   }
 
   async function writeJson(name: string, value: unknown): Promise<string> {
@@ -158,7 +153,7 @@ export function cliRig(): CliRig {
   return {
     queues,
     hostQueue,
-    createArgs,
+    createArgs: (name, image, ...more) => createArgs(goodConfig, name, image, ...more),
     writeJson,
     createJobId,
     async start() {

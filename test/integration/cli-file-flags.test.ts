@@ -11,7 +11,7 @@ import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hostQueueName } from '../../queues/names.js';
 import { built, ROOT } from '../harness/build.js';
-import { inProcess, type Run } from '../harness/cli-rig.js';
+import { createArgs, inProcess, type Run } from '../harness/cli-rig.js';
 import { redisScope, type RedisScope } from '../harness/redis.js';
 
 let scope: RedisScope;
@@ -40,18 +40,8 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const create = (name: string, ...more: string[]): string[] => [
-  'create',
-  '--config',
-  config,
-  '--host',
-  'h1',
-  '--name',
-  name,
-  '--image',
-  'tiny',
-  ...more,
-];
+const create = (name: string, ...more: string[]): string[] =>
+  createArgs(config, name, 'tiny', ...more);
 
 /** `kvm2 …` with `input` on its standard input. */
 function withStdin(args: readonly string[], input: string): Promise<Run> {
