@@ -10,6 +10,24 @@ export const USER_DATA_MAX_BYTES = 1024 * 1024;
 
 const positiveInt = z.number().int('must be a whole number').positive('must be positive');
 
+/**
+ * Why `s` cannot go into the seed byte for byte, or undefined. A job carries text, written as
+ * UTF-8: a lone surrogate would become U+FFFD, and binary (gzip, whose first byte is 0x1f, or
+ * anything with a NUL) read into a string has lost its bytes already.
+ */
+function textProblem(s: string): string | undefined {
+  if (s.startsWith('\x1f')) return 'must be text: compressed (gzip) data is not supported';
+  if (s.includes('\0')) return 'must be text: it holds a NUL character';
+  if (/\p{Cs}/u.test(s)) return 'must be text: it holds a lone UTF-16 surrogate';
+  return undefined;
+}
+
+const seedText = (schema: z.ZodString): z.ZodString =>
+  schema.superRefine((s, ctx) => {
+    const problem = textProblem(s);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+  });
+
 export const createRequestSchema = z
   .strictObject({
     host: z.string().regex(NAME_PATTERN, 'must be a host name from the configuration').optional(),
@@ -34,13 +52,12 @@ export const createRequestSchema = z
       .max(253, 'must be at most 253 characters')
       .refine(isXmlSafe, XML_UNSAFE_MESSAGE)
       .default(''),
-    userData: z
-      .string()
+    userData: seedText(z.string())
       .refine((s) => Buffer.byteLength(s) <= USER_DATA_MAX_BYTES, {
         message: `must be at most ${USER_DATA_MAX_BYTES} bytes`,
       })
       .default(''),
-    networkConfig: z.string().max(65536, 'must be at most 65536 characters').optional(),
+    networkConfig: seedText(z.string().max(65536, 'must be at most 65536 characters')).optional(),
     vcpus: positiveInt.max(MAX_VCPUS, `must be at most ${MAX_VCPUS}`).optional(),
     memoryMiB: positiveInt.max(4 * 1024 * 1024, 'must be at most 4 TiB').optional(),
     // The overlay kvm2 writes has one cluster of L1 table: 8192 entries of 512 MiB
