@@ -99,6 +99,29 @@ describe('delete', () => {
     ).toBe(true);
   });
 
+  it('reads every domain on the host, whatever names and depth its metadata has', async () => {
+    // Another application's metadata: elements named like Object's own properties, 150 deep.
+    const name = `${u}-x`;
+    const other = `${u}-xo`;
+    const deep = '<level>'.repeat(150) + '</level>'.repeat(150);
+    const file = path.join(dir, `${other}.xml`);
+    fs.writeFileSync(
+      file,
+      `<domain type='qemu'><name>${other}</name><memory unit='MiB'>32</memory>` +
+        `<metadata><app xmlns='urn:example:app' constructor='1'><__proto__/><toString/>` +
+        `${deep}</app></metadata><os><type arch='x86_64'>hvm</type></os></domain>`,
+    );
+    domains.push(other);
+    await virsh(['define', file]);
+    expect(await virsh(['dumpxml', other])).toContain('<__proto__/>');
+    await makeVolumes(name);
+
+    await provider.delete(`h1/${name}`); // its domain is gone: every domain's disks are read
+    const left = await poolVolumes(pool);
+    expect(left).not.toContain(`kvm2-${name}.qcow2`);
+    expect(left).not.toContain(`kvm2-${name}-seed.iso`);
+  });
+
   it('an inactive pool: transient, the guest left running; after pool-start it goes through', async () => {
     const name = `${u}-p`;
     await makeVolumes(name);

@@ -214,12 +214,32 @@ describe('errors name their path', () => {
     [
       'a relative serialLogDir',
       withHost({}, { serialLogDir: 'log/qemu' }),
-      "kvm2.hosts[0].serialLogDir: must be an absolute directory on the host (no '..') or 'none'",
+      "kvm2.hosts[0].serialLogDir: must be an absolute directory on the host (no '..', no control characters) or 'none'",
     ],
     [
       'a serialLogDir that climbs out',
       withHost({}, { serialLogDir: '/var/log/../../etc' }),
-      "kvm2.hosts[0].serialLogDir: must be an absolute directory on the host (no '..') or 'none'",
+      "kvm2.hosts[0].serialLogDir: must be an absolute directory on the host (no '..', no control characters) or 'none'",
+    ],
+    [
+      'a serialLogDir with DEL in it',
+      withHost({}, { serialLogDir: '/var/log/libvirt/qemu\u007f' }),
+      "kvm2.hosts[0].serialLogDir: must be an absolute directory on the host (no '..', no control characters) or 'none'",
+    ],
+    ...(['..', '.', 'éééééééé', 'br:0'] as const).map((bridge): [string, unknown, string] => [
+      `a bridge named ${JSON.stringify(bridge)}, which Linux refuses`,
+      { hosts: [{ name: 'hv1', uri: 'qemu:///system', bridge }] },
+      'kvm2.hosts[0].bridge: must be a Linux interface name (1-15 bytes, not . or .., no / : or space)',
+    ]),
+    [
+      'a network name with a control character',
+      withHost({}, { network: 'def\u0001' }),
+      'kvm2.hosts[0].network: must not contain control characters, U+FFFE/U+FFFF or unpaired surrogates',
+    ],
+    [
+      'a pool name with DEL',
+      withHost({}, { pool: 'images\u007f' }),
+      'kvm2.hosts[0].pool: must not contain control characters, U+FFFE/U+FFFF or unpaired surrogates',
     ],
     [
       'a zero concurrency',
@@ -292,6 +312,16 @@ describe('errors name their path', () => {
       'kvm2.health.timeout: must not exceed health.every (rounds would overlap)',
     ],
     [
+      'a health round every 60 ms (a bare number is milliseconds)',
+      withHost({ health: { every: 60, timeout: 20 } }),
+      'kvm2.health.every: must be at least 1s (a bare number is milliseconds)',
+    ],
+    [
+      'an address wait of 300 ms',
+      withHost({ defaults: { addressTimeout: 300 } }),
+      'kvm2.defaults.addressTimeout: must be at least 1s (a bare number is milliseconds)',
+    ],
+    [
       'a board on all interfaces without auth',
       withHost({ board: { listen: '0.0.0.0:3000' } }),
       'kvm2.board.auth: required: board.listen 0.0.0.0:3000 is reachable beyond loopback',
@@ -300,6 +330,18 @@ describe('errors name their path', () => {
       'a board on all IPv6 interfaces without auth',
       withHost({ board: { listen: '[::]:8080' } }),
       'kvm2.board.auth: required: board.listen :::8080 is reachable beyond loopback',
+    ],
+    ...['127.999.999.999', '127.08.0.1', '127.1', '[::ffff:127.0.0.300]'].map(
+      (host): [string, unknown, string] => [
+        `a board on ${host} without auth, which is no loopback address`,
+        withHost({ board: { listen: `${host}:3000` } }),
+        `kvm2.board.auth: required: board.listen ${host.replace(/^\[|\]$/g, '')}:3000 is reachable beyond loopback`,
+      ],
+    ),
+    [
+      'a pool reserve that rounds to no byte',
+      withHost({}, { poolReserve: '0.4B' }),
+      'kvm2.hosts[0].poolReserve: must be at least one byte',
     ],
     [
       'a board listen address without a port',
@@ -384,6 +426,26 @@ describe('errors name their path', () => {
   it('never echoes a redis password', () => {
     const issues = issuesOf(withHost({ redis: { url: 'http://:hunter2@redis:6379' } }));
     expect(issues.join('\n')).not.toContain('hunter2');
+  });
+
+  it.each([
+    ['a YAML flow mapping', 'board: {auth: {username: admin, password:hunter2}}\n'],
+    ['a YAML flow mapping of a URL', 'redis: {url:redis://:hunter2@redis:6379}\n'],
+    ['a YAML key and value run together', 'redis:\n  "url:redis://:hunter2@redis:6379": 1\n'],
+  ])('never echoes the value run into a key without its space: %s', (_, extra) => {
+    const text = `hosts: [{name: hv1, uri: 'qemu:///system', network: default}]\n${extra}`;
+    const err = (() => {
+      try {
+        parseConfigText(text);
+      } catch (e) {
+        return e as Error;
+      }
+      throw new Error('accepted');
+    })();
+    expect(err.message).not.toContain('hunter2');
+    expect(err.message).toMatch(
+      /\["(password|url)…"\]: unknown key \(a space missing after ':'\?\)/,
+    );
   });
 
   it('is a permanent ERR_CONFIG whose message holds every issue', () => {

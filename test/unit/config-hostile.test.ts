@@ -51,6 +51,52 @@ describe("names that are Object's own", () => {
     expect(readXml('<domain><name>a&amp;b</name></domain>')).toBeDefined();
   });
 
+  it.each(PROTOTYPE_NAMES)(
+    'an XML element or attribute named %s is read as any other (libvirt keeps it in metadata)',
+    (name) => {
+      const root = readXml(`<domain ${name}="1"><${name} a="b">t</${name}><name>x</name></domain>`);
+      expect(root.attributes.get(name)).toBe('1');
+      expect(root.children.map((c) => c.name)).toEqual([name, 'name']);
+      expect(root.children[0]?.attributes.get('a')).toBe('b');
+      expect(root.children[0]?.text).toBe('t');
+      expect(Object.getPrototypeOf(root.attributes)).toBe(Map.prototype);
+    },
+  );
+
+  it('reads XML nested as deep as libxml2 writes it (a long backing chain)', () => {
+    const depth = 300;
+    let xml = '<domain>';
+    for (let i = 0; i < depth; i += 1) xml += '<backingStore>';
+    xml += '<path>/p</path>';
+    for (let i = 0; i < depth; i += 1) xml += '</backingStore>';
+    let element = readXml(`${xml}</domain>`);
+    let levels = 0;
+    while (element.children[0] !== undefined) {
+      element = element.children[0];
+      levels += 1;
+    }
+    expect(levels).toBe(depth + 1);
+    expect(element).toMatchObject({ name: 'path', text: '/p' });
+  });
+
+  it.each([
+    ['a YAML image', "images:\n  __proto__: {url: 'http://x/y'}\n", 'kvm2.images.__proto__'],
+    ['a JSON image', '{"images": {"__proto__": {"url": "http://x/y"}}}', 'kvm2.images.__proto__'],
+    ['a host key', 'hosts:\n  - __proto__: {pool: x}\n', 'kvm2.hosts[0].__proto__'],
+  ])('a key named __proto__ is refused, never dropped: %s', (_, extra, at) => {
+    const host = "hosts: [{name: hv1, uri: 'qemu:///system', network: default}]\n";
+    const text = extra.startsWith('{')
+      ? extra.replace(
+          '{',
+          '{"hosts": [{"name": "hv1", "uri": "qemu:///system", "network": "default"}], ',
+        )
+      : extra.startsWith('hosts')
+        ? extra
+        : host + extra;
+    const err = configErrorOf(text);
+    expect(err.issues).toEqual([`${at}: '__proto__' cannot be a key`]);
+  });
+
   it('a known_hosts key type named like a property of Object adds no algorithm', () => {
     const plain = hostKeyAlgorithmsFor([]);
     expect(hostKeyAlgorithmsFor(['constructor', 'toString'])).toEqual(plain);
@@ -113,5 +159,28 @@ describe('YAML aliases', () => {
     const config = parseConfigText(`hosts:\n${hosts}\n`, { file: 'kvm2.yaml' });
     expect(config.hosts).toHaveLength(40);
     expect(new Set(config.hosts.map((h) => h.network))).toEqual(new Set(['proxies']));
+  });
+  it('takes merge keys: a host written once, the others its settings with a name and URI', () => {
+    const text = [
+      'hosts:',
+      '  - &base',
+      '    name: hv1',
+      '    uri: qemu+ssh://kvm2@10.0.0.1/system',
+      '    network: proxies',
+      '    concurrency: 8',
+      '  - <<: *base',
+      '    name: hv2',
+      '    uri: qemu+ssh://kvm2@10.0.0.2/system',
+      '',
+    ].join('\n');
+    const config = parseConfigText(text, { file: 'kvm2.yaml' });
+    expect(config.hosts.map((h) => [h.name, h.network, h.concurrency])).toEqual([
+      ['hv1', 'proxies', 8],
+      ['hv2', 'proxies', 8],
+    ]);
+    const err = configErrorOf(text.replace('<<: *base', '<<: *nope'));
+    expect(err.issues).toEqual([
+      'kvm2.hosts[1]["<<"]: a YAML alias names no anchor before it (a value that starts with * needs quotes)',
+    ]);
   });
 });

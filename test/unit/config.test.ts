@@ -171,7 +171,7 @@ describe('values', () => {
   ])('reads the duration %j as %d ms', (value, ms) => {
     expect(parseDuration(value)).toBe(ms);
     expect(
-      parseConfig(withHost({ defaults: { addressTimeout: value } })).defaults.addressTimeout,
+      parseConfig(withHost({ worker: { shutdownTimeout: value } })).worker.shutdownTimeout,
     ).toBe(ms);
   });
 

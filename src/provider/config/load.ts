@@ -9,6 +9,7 @@ import type { z } from 'zod';
 import { parseLibvirtUri, type LibvirtTarget } from '../../libvirt/transport/uri.js';
 import { Kvm2Error } from '../../errors/error.js';
 import { EMBEDDED_DEFAULT, configSchema, type Kvm2Config } from './schema.js';
+import { formatPath } from './config-path.js';
 import { editDistance } from './edit-distance.js';
 import { jsonSyntaxProblem, syntaxIssue, yamlSyntaxProblem } from './syntax-errors.js';
 import { aliasProblem } from './yaml-aliases.js';
@@ -29,17 +30,6 @@ export class ConfigError extends Kvm2Error {
       issues.length === 1 ? `${where}: ${issues[0]}` : `${where}:\n  ${issues.join('\n  ')}`,
     );
   }
-}
-
-/** `kvm2.hosts[1].uri`, `kvm2.images.debian-12.url`, `kvm2.images["a b"]`. */
-export function formatPath(segments: readonly PropertyKey[]): string {
-  let out = 'kvm2';
-  for (const s of segments) {
-    if (typeof s === 'number') out += `[${s}]`;
-    else if (typeof s === 'string' && /^[A-Za-z_][\w-]*$/.test(s)) out += `.${s}`;
-    else out += `[${JSON.stringify(String(s))}]`;
-  }
-  return out;
 }
 
 interface DefLike {
@@ -85,9 +75,10 @@ function issueLines(issues: readonly z.core.$ZodIssue[]): string[] {
   return issues.flatMap((issue) => {
     if (issue.code === 'unrecognized_keys') {
       const known = keysAt(configSchema, issue.path);
-      return issue.keys.map(
-        (key) => `${formatPath([...issue.path, key])}: unknown key${suggestion(key, known)}`,
-      );
+      return issue.keys.map((key) => {
+        const hint = key.includes(':') ? " (a space missing after ':'?)" : suggestion(key, known);
+        return `${formatPath([...issue.path, key])}: unknown key${hint}`;
+      });
     }
     let message =
       issue.code === 'invalid_key' ? (issue.issues[0]?.message ?? issue.message) : issue.message;
@@ -122,12 +113,40 @@ export function parseConfig(input: unknown, file?: string): Kvm2Config {
           : typeof input;
     throw new ConfigError([`kvm2: expected a mapping at the top level, got ${got}`], file);
   }
+  const proto = protoKeyPaths(input, []);
+  if (proto.length > 0) {
+    throw new ConfigError(
+      proto.map((at) => `${formatPath(at)}: '__proto__' cannot be a key`),
+      file,
+    );
+  }
   const result = configSchema.safeParse(input, {
     error: (issue) =>
       issue.code === 'invalid_type' && issue.input === undefined ? 'required' : undefined,
   });
   if (!result.success) throw new ConfigError(issueLines(result.error.issues), file);
   return deepFreeze(result.data);
+}
+
+/**
+ * Where `value` has an own key `__proto__` (JSON.parse and the YAML parser make one): the schema
+ * would drop it without a word, as copying it into a new object sets a prototype instead.
+ */
+function protoKeyPaths(
+  value: unknown,
+  at: readonly PropertyKey[],
+  seen = new Set<object>(), // a YAML alias can make the same object (or a cycle) appear again
+): PropertyKey[][] {
+  if (typeof value !== 'object' || value === null || seen.has(value)) return [];
+  seen.add(value);
+  if (Array.isArray(value)) {
+    return value.flatMap((item, i) => protoKeyPaths(item, [...at, i], seen));
+  }
+  return Object.keys(value).flatMap((key) =>
+    key === '__proto__'
+      ? [[...at, key]]
+      : protoKeyPaths((value as Record<string, unknown>)[key], [...at, key], seen),
+  );
 }
 
 export type ConfigFormat = 'yaml' | 'json';
@@ -157,7 +176,7 @@ export function parseConfigText(
     }
   }
   // JSON is YAML 1.2, and the YAML parser reports duplicate keys, which JSON.parse lets pass.
-  const doc = YAML.parseDocument(text, { uniqueKeys: true, prettyErrors: true });
+  const doc = YAML.parseDocument(text, { uniqueKeys: true, prettyErrors: true, merge: true });
   const first = doc.errors[0];
   if (first !== undefined) {
     const problem = yamlSyntaxProblem(first);

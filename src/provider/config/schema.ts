@@ -5,7 +5,13 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { redactUrl } from '../../errors/redact-url.js';
 import { parseLibvirtUri } from '../../libvirt/transport/uri.js';
-import { MAX_VCPUS } from '../xml/types.js';
+import {
+  INTERFACE_NAME_RULE,
+  isInterfaceName,
+  isXmlSafe,
+  MAX_VCPUS,
+  XML_UNSAFE_MESSAGE,
+} from '../xml/types.js';
 import { vendorPartProblem } from '../seed/vendor-part.js';
 import { daemonKey } from './same-daemon.js';
 import { duration, hostName, isLoopback, listen, parseListen, size } from './values.js';
@@ -19,10 +25,11 @@ const label = (what: string) =>
 
 const positiveInt = z.number().int('must be a whole number').positive('must be positive');
 
-/** libvirt object names (pools, networks): not empty, no slash, no whitespace. */
+/** libvirt object names (pools, networks): not empty, no slash, no whitespace, XML-safe. */
 const objectName = z
   .string()
-  .regex(/^[^/\s]+$/, 'must be a name without slashes or whitespace, not empty');
+  .regex(/^[^/\s]+$/, 'must be a name without slashes or whitespace, not empty')
+  .refine(isXmlSafe, XML_UNSAFE_MESSAGE);
 
 const libvirtUri = z.string().superRefine((uri, ctx) => {
   try {
@@ -42,11 +49,8 @@ const serialLogDir = z
   .string()
   .refine(
     (dir) =>
-      dir === 'none' ||
-      (dir.startsWith('/') &&
-        !dir.split('/').includes('..') &&
-        ![...dir].some((c) => c.charCodeAt(0) < 0x20)),
-    "must be an absolute directory on the host (no '..') or 'none'",
+      dir === 'none' || (dir.startsWith('/') && !dir.split('/').includes('..') && isXmlSafe(dir)),
+    "must be an absolute directory on the host (no '..', no control characters) or 'none'",
   )
   .transform((dir) => (dir === 'none' ? null : dir.replace(/\/+$/, '') || '/'));
 
@@ -55,14 +59,7 @@ const hostFields = z.strictObject({
   uri: libvirtUri,
   pool: objectName.default('default'),
   network: objectName.optional(),
-  // Linux interface names: at most 15 bytes (IFNAMSIZ - 1).
-  bridge: z
-    .string()
-    .regex(
-      /^[^/\s:]{1,15}$/,
-      'must be a Linux interface name (1 to 15 characters, no / : or space)',
-    )
-    .optional(),
+  bridge: z.string().refine(isInterfaceName, `must be ${INTERFACE_NAME_RULE}`).optional(),
   zone: label('zone').optional(),
   concurrency: positiveInt.default(4),
   domainType: z.enum(['kvm', 'qemu']).default('kvm'),
@@ -230,7 +227,9 @@ const defaults = z.strictObject({
   vcpus: positiveInt.max(MAX_VCPUS, `must be at most ${MAX_VCPUS}`).default(1),
   memoryMiB: positiveInt.max(4 * 1024 * 1024, 'must be at most 4 TiB').default(1024),
   diskGiB: positiveInt.max(4 * 1024, 'must be at most 4 TiB').default(10),
-  addressTimeout: duration.prefault('5m'),
+  addressTimeout: duration
+    .prefault('5m')
+    .refine((ms) => ms >= 1000, 'must be at least 1s (a bare number is milliseconds)'),
 });
 
 const health = z
@@ -240,6 +239,13 @@ const health = z
     poolLowSpaceBytes: size.prefault('10GiB'),
   })
   .superRefine((h, ctx) => {
+    if (h.every < 1000) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['every'],
+        message: 'must be at least 1s (a bare number is milliseconds)',
+      });
+    }
     if (h.timeout > h.every) {
       ctx.addIssue({
         code: 'custom',

@@ -1,6 +1,7 @@
 // The configuration's values that are more than a type: durations (`30s`, `1.5h`, or ms), sizes
 // (`512MiB`, `10GB`, or bytes) and listen addresses (`host:port`), each a parser and the zod
 // schema that reports what was wrong.
+import { isIPv4 } from 'node:net';
 import { z } from 'zod';
 
 // setTimeout fires at once for delays above 2^31-1 ms (Node docs, timers), so no duration may.
@@ -79,11 +80,15 @@ export const size = z.unknown().transform((value, ctx): number => {
     });
     return z.NEVER;
   }
-  if (bytes <= 0) {
-    ctx.addIssue({ code: 'custom', message: 'must be positive' });
+  const whole = Math.round(bytes);
+  if (whole <= 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message: bytes <= 0 ? 'must be positive' : 'must be at least one byte',
+    });
     return z.NEVER;
   }
-  return Math.round(bytes);
+  return whole;
 });
 
 export interface ListenAddress {
@@ -100,13 +105,14 @@ export function parseListen(value: string): ListenAddress | undefined {
   return { host: hostPart, port };
 }
 
+/**
+ * Whether a listen host is loopback: `localhost`, `::1`, or an IPv4 address (plain or
+ * IPv4-mapped) in 127.0.0.0/8. Only a well-formed address counts: `127.999.0.1` is no address,
+ * and the server would hand it to the resolver.
+ */
 export function isLoopback(hostname: string): boolean {
-  return (
-    hostname === 'localhost' ||
-    hostname === '::1' ||
-    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname) ||
-    /^::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/i.test(hostname)
-  );
+  const v4 = /^::ffff:/i.test(hostname) ? hostname.slice(7) : hostname;
+  return hostname === 'localhost' || hostname === '::1' || (isIPv4(v4) && v4.startsWith('127.'));
 }
 
 export const listen = z.string().transform((value, ctx): ListenAddress => {

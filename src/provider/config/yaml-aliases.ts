@@ -5,6 +5,7 @@
 // for more than a handful of aliases, so both the count of alias nodes and what they expand
 // to are bounded, and the walk that measures them never expands anything.
 import { isAlias, isMap, isPair, isScalar, isSeq, type Document, type Node } from 'yaml';
+import { formatPath } from './config-path.js';
 
 /** Alias nodes a configuration may hold (`<<: *defaults` once per host of a large fleet). */
 export const MAX_ALIASES = 256;
@@ -13,15 +14,10 @@ export const MAX_EXPANDED_NODES = 100_000;
 
 type Path = readonly (string | number)[];
 
-function pathText(path: Path): string {
-  return path.reduce<string>(
-    (text, key) => (typeof key === 'number' ? `${text}[${key}]` : `${text}.${key}`),
-    'kvm2',
-  );
-}
-
 function keyOf(key: unknown): string {
-  return isScalar(key) ? String(key.value) : '?';
+  if (!isScalar(key)) return '?';
+  // A merge key (`<<`) is a symbol when merges are on.
+  return typeof key.value === 'symbol' ? (key.value.description ?? '?') : String(key.value);
 }
 
 /**
@@ -38,14 +34,14 @@ export function aliasProblem(doc: Document): string | undefined {
     if (isAlias(node)) {
       aliases += 1;
       if (aliases > MAX_ALIASES) {
-        problem = `${pathText(path)}: more than ${MAX_ALIASES} YAML aliases`;
+        problem = `${formatPath(path)}: more than ${MAX_ALIASES} YAML aliases`;
         return 0;
       }
       const target = node.resolve(doc);
       // No anchor of that name before it: toJS would throw a ReferenceError quoting the name,
       // which is the value itself when an unquoted password starts with `*`.
       if (target === undefined) {
-        problem = `${pathText(path)}: a YAML alias names no anchor before it (a value that starts with * needs quotes)`;
+        problem = `${formatPath(path)}: a YAML alias names no anchor before it (a value that starts with * needs quotes)`;
         return 0;
       }
       // An alias inside its own anchor is a cycle: the parser reports it, nothing to count here.
@@ -66,7 +62,7 @@ export function aliasProblem(doc: Document): string | undefined {
         : size(item, at, within);
       // The first (so the deepest) value too large is where the expansion is to be found.
       if (measured > MAX_EXPANDED_NODES && problem === undefined) {
-        problem = `${pathText(at)}: YAML aliases expand to more than ${MAX_EXPANDED_NODES} nodes`;
+        problem = `${formatPath(at)}: YAML aliases expand to more than ${MAX_EXPANDED_NODES} nodes`;
       }
       total += measured;
     });

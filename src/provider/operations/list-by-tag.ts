@@ -11,6 +11,7 @@ import { Kvm2Error } from '../../errors/error.js';
 import { isValidName } from '../core/ids.js';
 import { readMetadata, toInstance, type Instance } from '../core/instance.js';
 import { inSpan } from '../core/telemetry.js';
+import { XmlError } from '../xml/types.js';
 
 export async function listByTag(
   ctx: ProviderContext,
@@ -96,10 +97,9 @@ async function listHost(
       try {
         return await readMetadata(conn, dom, burst);
       } catch (err) {
-        // The link failed: the view would be partial. A libvirt refusal or malformed metadata
-        // concerns this one domain.
-        const malformed = (err as { code?: string }).code === 'ERR_XML_METADATA_MALFORMED';
-        if (!(err instanceof LibvirtError) && !malformed) throw err;
+        // The link failed: the view would be partial. A libvirt refusal or metadata that cannot
+        // be read (malformed, or XML the parser refuses) concerns this one domain.
+        if (!(err instanceof LibvirtError) && !(err instanceof XmlError)) throw err;
         ctx.logger.warn(
           { host, domain: dom.name, err: (err as Error).message },
           'listByTag: metadata unreadable; skipped',

@@ -18,6 +18,7 @@ import {
 import type { ProviderContext } from '../core/host-context.js';
 import { isNoDomain } from '../core/not-found.js';
 import { observeDomain, type Observation } from './observe.js';
+import { XmlError } from '../xml/types.js';
 
 /** What made the watcher look: libvirt's event and detail, or `resync`. */
 export interface WatchCause {
@@ -173,7 +174,7 @@ export class HostWatch {
       return await observeDomain(conn, this.#o.host, dom);
     } catch (err) {
       const code = (err as { code?: unknown }).code;
-      if (code === 'ERR_XML_METADATA_MALFORMED') {
+      if (err instanceof XmlError) {
         this.#o.onError?.(err, `domain '${dom.name}': kvm2 metadata unreadable; not watched`);
       } else if (code === 'ERR_INVALID_INSTANCE_ID') {
         this.#o.onError?.(err, `domain '${dom.name}': name is not a DNS label; not watched`);

@@ -5,6 +5,8 @@
 // #hard-drives-floppy-disks-cdroms, #consoles-serial-parallel-channel-devices for the log).
 import { metadataNode, validateMetadata } from './metadata.js';
 import {
+  INTERFACE_NAME_RULE,
+  isInterfaceName,
   XmlError,
   requireAbsolutePath,
   requireXmlSafeString,
@@ -39,18 +41,9 @@ function requireNetworkName(field: string, value: unknown): string {
   return name;
 }
 
-// Linux's dev_valid_name(): 1 to 15 bytes, not `.` or `..`, no `/`, `:` or whitespace.
 function requireBridgeName(field: string, value: unknown): string {
   const name = requireXmlSafeString(field, value);
-  if (
-    name === '' ||
-    Buffer.byteLength(name) > 15 ||
-    name === '.' ||
-    name === '..' ||
-    /[/:\s]/.test(name)
-  ) {
-    throw invalid(field, `must be a Linux interface name (1-15 bytes, no / : or space)`);
-  }
+  if (!isInterfaceName(name)) throw invalid(field, `must be ${INTERFACE_NAME_RULE}`);
   return name;
 }
 

@@ -123,6 +123,21 @@ export function isXmlSafe(value: string): boolean {
   return !notXmlSafe.test(value);
 }
 
+/** Linux's dev_valid_name(): 1 to 15 bytes, not `.` or `..`, no `/`, `:` or whitespace. */
+export function isInterfaceName(name: string): boolean {
+  return (
+    name !== '' &&
+    Buffer.byteLength(name) <= 15 &&
+    name !== '.' &&
+    name !== '..' &&
+    !/[/:\s]/.test(name) &&
+    isXmlSafe(name)
+  );
+}
+
+export const INTERFACE_NAME_RULE =
+  'a Linux interface name (1-15 bytes, not . or .., no / : or space)';
+
 /** Throws ERR_XML_INVALID_SPEC unless `value` is a string XML can carry unchanged. */
 export function requireXmlSafeString(field: string, value: unknown): string {
   if (typeof value !== 'string')
@@ -205,6 +220,26 @@ const xmlOnlyEntityDecoder = {
   },
 };
 
+// fast-xml-parser refuses elements and attributes named like the prototype's own properties
+// ('__proto__', 'constructor', 'prototype') and renames others ('toString' to '__toString'):
+// all legal XML, which any domain's metadata may hold. They go through the parser under a
+// prefix no XML name can start with, taken off again in toElement.
+const GUARDED_NAMES = new Set([
+  '__proto__',
+  'constructor',
+  'prototype',
+  'hasOwnProperty',
+  'toString',
+  'valueOf',
+  '__defineGetter__',
+  '__defineSetter__',
+  '__lookupGetter__',
+  '__lookupSetter__',
+]);
+const GUARD = '\u0001';
+const guardName = (name: string): string => (GUARDED_NAMES.has(name) ? GUARD + name : name);
+const unguardName = (name: string): string => (name.startsWith(GUARD) ? name.slice(1) : name);
+
 const orderedParser = new XMLParser({
   preserveOrder: true,
   ignoreAttributes: false,
@@ -218,6 +253,11 @@ const orderedParser = new XMLParser({
   entityDecoder: xmlOnlyEntityDecoder,
   ignoreDeclaration: true,
   ignorePiTags: true,
+  transformTagName: guardName,
+  transformAttributeName: guardName,
+  // libxml2 takes 256 levels, 2048 with XML_PARSE_HUGE; the parser's default is 100, which a
+  // long backing chain in a domain's live XML goes past.
+  maxNestedTags: 2048,
 });
 
 type OrderedNode = Record<string, unknown>;
@@ -235,7 +275,9 @@ function toElement(node: OrderedNode): XmlElement | string | null {
   const attributes = new Map<string, string>();
   const rawAttributes = node[':@'];
   if (typeof rawAttributes === 'object' && rawAttributes !== null) {
-    for (const [key, value] of Object.entries(rawAttributes)) attributes.set(key, String(value));
+    for (const [key, value] of Object.entries(rawAttributes)) {
+      attributes.set(unguardName(key), String(value));
+    }
   }
   const children: XmlElement[] = [];
   let text = '';
@@ -244,7 +286,7 @@ function toElement(node: OrderedNode): XmlElement | string | null {
     if (typeof converted === 'string') text += converted;
     else if (converted !== null) children.push(converted);
   }
-  return { name, attributes, children, text };
+  return { name: unguardName(name), attributes, children, text };
 }
 
 /**
