@@ -2,14 +2,19 @@
 // refused key, a changed or unknown host key, no libvirt socket, a pool or network that is
 // missing or stopped, a pool short of space. The real libvirtd through the harness's sshd, virsh
 // as the witness for the facts, and the probe's connection gone once the report is out.
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkHost } from '../../src/provider/operations/check.js';
 import { checkRig } from '../harness/check-rig.js';
+import { dirPool } from '../harness/libvirt-objects.js';
 import { freePort, type Sshd } from '../harness/sshd.js';
 import { uniqueName, virsh } from '../harness/virsh.js';
 
+const run = promisify(execFile);
+const MiB = 2 ** 20;
 const rig = checkRig();
 const { cleanups, contextFor, expectSessionsGone, sshUri } = rig;
 let sshd: Sshd;
@@ -116,6 +121,45 @@ describe('pool and network', () => {
     expect(report).toMatchObject({ status: 'degraded', reason: 'pool_low_space' });
     expect(report.details.poolAvailableBytes).toBeGreaterThan(0);
     expect(report.details.poolCapacityBytes).toBeGreaterThan(0);
+  });
+
+  it("reports auth_failed for a read-only connection (libvirtd's -ro socket), which answers every read", async () => {
+    const uri = sshd.uri('/system', { socket: '/run/libvirt/libvirt-sock-ro' });
+    const report = await checkHost(contextFor([{ name: 'ro', uri }]), 'ro');
+    expect(report).toMatchObject({ status: 'unhealthy', reason: 'auth_failed' });
+    expect(report.message).toMatch(/read-only/);
+    expect(report.details.libvirtVersion).toMatch(/^\d+\.\d+\.\d+$/);
+  });
+
+  it('refreshes the pool before reading its free space: a disk filled outside libvirt is seen', async () => {
+    const mnt = await mkdtemp(path.join(tmp, 'tmpfs-'));
+    await run('mount', ['-t', 'tmpfs', '-o', 'size=64m', 'tmpfs', mnt]);
+    cleanups.push(() => run('umount', [mnt]));
+    const pool = await dirPool('kvm2-chk-fill', mnt);
+    cleanups.push(() => pool.remove());
+    const ctx = contextFor([{ name: 'fill', uri: sshd.uri('/system'), pool: pool.name }], {
+      poolLowSpaceBytes: 32 * MiB,
+    });
+    expect(await checkHost(ctx, 'fill')).toMatchObject({ reason: 'ok' });
+    // A guest's overlay growing looks like this to libvirt: bytes written behind its back.
+    await writeFile(path.join(mnt, 'filler'), Buffer.alloc(48 * MiB));
+    const report = await checkHost(ctx, 'fill');
+    expect(report).toMatchObject({ status: 'degraded', reason: 'pool_low_space' });
+    expect(report.details.poolAvailableBytes).toBeLessThan(32 * MiB);
+  });
+
+  it('reports pool_inactive for a pool whose storage went away (libvirt stops it at the refresh)', async () => {
+    const target = path.join(tmp, `gone-${Date.now()}`);
+    await mkdir(target);
+    const pool = await dirPool('kvm2-chk-gone', target);
+    cleanups.push(() => pool.remove());
+    const ctx = contextFor([{ name: 'gone', uri: sshd.uri('/system'), pool: pool.name }]);
+    expect(await checkHost(ctx, 'gone')).toMatchObject({ reason: 'ok' });
+    await rm(target, { recursive: true });
+    const report = await checkHost(ctx, 'gone');
+    expect(report).toMatchObject({ status: 'unhealthy', reason: 'pool_inactive' });
+    expect(report.message).toContain(pool.name);
+    expect(await virsh(['pool-info', pool.name])).toMatch(/State:\s+inactive/);
   });
 
   it('names the more pressing problem when there are several', async () => {

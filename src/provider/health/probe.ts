@@ -2,7 +2,7 @@
 // connection pipelines them), and every answer is written into the report's details as it
 // arrives, so a probe cut short by its deadline, or one that finds the pool missing, still
 // says which libvirt answered.
-import { isLibvirtCode } from '../../libvirt/errors.js';
+import { isLibvirtCode, LibvirtError } from '../../libvirt/errors.js';
 import type { LibvirtConnection } from '../../libvirt/connection.js';
 import { VirErr } from '../../libvirt/error-codes.js';
 import type { Procedure } from '../../libvirt/procedure.js';
@@ -17,6 +17,8 @@ import {
   StoragePoolGetInfo,
   StoragePoolIsActive,
   StoragePoolLookupByName,
+  StoragePoolRefresh,
+  type NonnullStoragePool,
 } from '../../libvirt/protocol.gen.js';
 import type { HealthConfig, HostConfig } from '../config/schema.js';
 import { GUEST_ARCH, guestDomainTypes } from './capabilities.js';
@@ -28,9 +30,6 @@ export interface ProbeProgress {
   /** Procedures on the wire (or queued) right now. */
   readonly waitingFor: Set<string>;
 }
-
-// virStoragePoolState (include/libvirt/libvirt-storage.h)
-const POOL_INACCESSIBLE = 4;
 
 /** libvirt's packed version number (major * 1e6 + minor * 1e3 + release) as `9.0.0`. */
 export function formatVersion(packed: bigint): string {
@@ -84,7 +83,8 @@ export class HostProbe {
       const finding = findings.find((f) => f.reason === reason);
       if (finding !== undefined) return finding;
     }
-    return { reason: 'ok', message: this.summary() };
+    // A finding the precedence does not rank still outranks ok.
+    return findings[0] ?? { reason: 'ok', message: this.summary() };
   }
 
   private summary(): string {
@@ -125,16 +125,12 @@ export class HostProbe {
         message: `storage pool '${name}' is defined but not active (virsh pool-start ${name})`,
       };
     }
+    const refused = await this.refresh(name, pool);
+    if (refused !== undefined) return refused;
     const info = await this.call(StoragePoolGetInfo, { pool });
     const d = this.progress.details;
     d.poolCapacityBytes = Number(info.capacity);
     d.poolAvailableBytes = Number(info.available);
-    if (info.state === POOL_INACCESSIBLE) {
-      return {
-        reason: 'pool_inactive',
-        message: `storage pool '${name}' is active but inaccessible (its storage is gone)`,
-      };
-    }
     const threshold = this.health.poolLowSpaceBytes;
     if (info.available < BigInt(threshold)) {
       return {
@@ -143,6 +139,34 @@ export class HostProbe {
       };
     }
     return undefined;
+  }
+
+  /**
+   * `virsh pool-refresh`, before the free space is read: libvirt's figures are those of its last
+   * refresh or volume change, and overlays grow as their guests write. It is also the probe's
+   * one write: a read-only connection (libvirtd's `-ro` socket) answers every read and refuses
+   * every create. libvirt stops a pool whose refresh fails (its storage went away); one busy
+   * with an upload or a build refuses the refresh, and keeps its last figures.
+   */
+  private async refresh(name: string, pool: NonnullStoragePool): Promise<Finding | undefined> {
+    try {
+      await this.call(StoragePoolRefresh, { pool, flags: 0 });
+      return undefined;
+    } catch (err) {
+      if (!(err instanceof LibvirtError)) throw err;
+      if (err.libvirtCode === VirErr.OPERATION_DENIED) {
+        return {
+          reason: 'auth_failed',
+          message: `libvirtd took the connection as read-only (${err.message}): every create would be refused; point the URI's socket= at the read-write socket`,
+        };
+      }
+      const { active } = await this.call(StoragePoolIsActive, { pool });
+      if (active !== 0) return undefined;
+      return {
+        reason: 'pool_inactive',
+        message: `storage pool '${name}' could not be refreshed and libvirt stopped it (${err.message}); bring its storage back, then virsh pool-start ${name}`,
+      };
+    }
   }
 
   /** Hosts on a bridge: nothing to ask libvirt (a host bridge is not a libvirt object). */

@@ -73,6 +73,7 @@ export const REASON_STATUS: Readonly<Record<HealthReason, HealthStatus>> = Objec
  * merely-degrading low space last.
  */
 export const FINDING_PRECEDENCE: readonly HealthReason[] = Object.freeze([
+  'auth_failed', // a read-only connection: no create gets anywhere
   'kvm_unavailable',
   'pool_not_found',
   'pool_inactive',
