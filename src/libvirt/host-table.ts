@@ -3,7 +3,7 @@
 // the next caller dials again. Image uploads and health probes ask for `dedicated` connections.
 import type { Tracer } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import { CallAbortedError } from './errors.js';
+import { CallAbortedError, LinkClosedError } from './errors.js';
 import { LibvirtConnection, type ConnectOptions } from './connection.js';
 import type { Procedure } from './procedure.js';
 import type { CallOptions } from './rpc-client.js';
@@ -34,6 +34,8 @@ export class HostTable {
   private readonly live = new Map<string, LibvirtConnection>();
   private readonly dialing = new Map<string, Promise<LibvirtConnection>>();
   private closed = false;
+  /** Aborts the dials in flight when the table closes. */
+  private readonly closing = new AbortController();
 
   constructor(
     targets: Iterable<readonly [string, LibvirtTarget]>,
@@ -59,6 +61,7 @@ export class HostTable {
   ): Promise<LibvirtConnection> {
     const conn = this.live.get(host);
     if (conn !== undefined && !conn.isDown) return conn;
+    this.refuseIfClosed(host);
     const signal = options?.signal;
     if (signal?.aborted) throw new CallAbortedError('dial', false, { cause: signal.reason });
     let dial = this.dialing.get(host);
@@ -69,12 +72,20 @@ export class HostTable {
     return waitWithSignal(dial, signal);
   }
 
-  /** A fresh connection of the caller's own, to close when done. */
-  dedicated(
+  /**
+   * A fresh connection of the caller's own, to close when done. The table does not track it,
+   * but closing the table ends its dial if that is still under way.
+   */
+  async dedicated(
     host: string,
     options?: { signal?: AbortSignal | undefined },
   ): Promise<LibvirtConnection> {
-    return LibvirtConnection.connect(this.target(host), this.connectOptions(host, options?.signal));
+    this.refuseIfClosed(host);
+    const signal =
+      options?.signal === undefined
+        ? this.closing.signal
+        : AbortSignal.any([options.signal, this.closing.signal]);
+    return LibvirtConnection.connect(this.target(host), this.connectOptions(host, signal));
   }
 
   /** One call on the host's shared connection. */
@@ -88,24 +99,43 @@ export class HostTable {
     return conn.call(proc, args, options);
   }
 
+  /** Closes the shared connections and ends the dials under way; later calls are refused. */
   async close(): Promise<void> {
     this.closed = true;
+    this.closing.abort(new LinkClosedError('the host table is closed'));
+    const dials = [...this.dialing.values()];
     const conns = [...this.live.values()];
     this.live.clear();
-    await Promise.all(conns.map((c) => c.close()));
+    await Promise.all([
+      ...dials.map((d) => d.catch(() => undefined)),
+      ...conns.map((c) => c.close()),
+    ]);
+  }
+
+  private refuseIfClosed(host: string): void {
+    if (this.closed) throw this.closedError(host);
+  }
+
+  private closedError(host: string): LinkClosedError {
+    return new LinkClosedError(`no connection to host '${host}': the host table is closed`);
   }
 
   private async dialShared(host: string): Promise<LibvirtConnection> {
     try {
       // The shared dial belongs to no caller: it runs to its own budget even if every caller
       // gave up, and the next caller finds the connection ready.
-      const conn = await LibvirtConnection.connect(
-        this.target(host),
-        this.connectOptions(host, undefined),
-      );
+      let conn: LibvirtConnection;
+      try {
+        conn = await LibvirtConnection.connect(
+          this.target(host),
+          this.connectOptions(host, this.closing.signal),
+        );
+      } catch (err) {
+        throw this.closed ? this.closedError(host) : err;
+      }
       if (this.closed) {
         conn.destroy();
-        throw new CallAbortedError('dial', false);
+        throw this.closedError(host);
       }
       this.live.set(host, conn);
       conn.once('close', () => {

@@ -97,6 +97,27 @@ describe('abandon policy', () => {
   });
 });
 
+describe('closing the table', () => {
+  it('ends a shared dial under way and a dedicated one, at once, and refuses later calls without dialing', async () => {
+    const table = new HostTable([['h', target()]], { dialTimeoutMs: 60_000 });
+    proxy.stall(); // neither opening sequence can finish
+    const shared = table.shared('h');
+    const dedicated = table.dedicated('h');
+    await waitUntil(() => proxy.accepted === 2, 5_000, 'both dials accepted', 10);
+    const t0 = Date.now();
+    await table.close();
+    expect(Date.now() - t0).toBeLessThan(5_000); // not the dial's 60 s budget
+    await expect(shared).rejects.toMatchObject({ code: 'ERR_LIBVIRT_CLOSED', kind: 'transient' });
+    await expect(dedicated).rejects.toMatchObject({ kind: 'transient' });
+    await expect(table.shared('h')).rejects.toMatchObject({ code: 'ERR_LIBVIRT_CLOSED' });
+    await expect(table.dedicated('h')).rejects.toMatchObject({ code: 'ERR_LIBVIRT_CLOSED' });
+    await expect(table.call('h', ConnectGetLibVersion, undefined)).rejects.toMatchObject({
+      code: 'ERR_LIBVIRT_CLOSED',
+    });
+    expect(proxy.accepted).toBe(2); // nothing dialed after the close
+  });
+});
+
 describe('keepalive', () => {
   it('kills a link whose daemon falls silent', async () => {
     const conn = await LibvirtConnection.connect(target(), {

@@ -2,10 +2,10 @@
 // that carries libvirt's frames, and each dial fault checked the way a caller branches: class,
 // stage, reason, kind.
 import { execFile, spawn } from 'node:child_process';
-import { copyFile, readFile, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { formatKnownHostsLine } from '../../src/libvirt/transport/known-hosts.js';
 import { dialSsh } from '../../src/libvirt/transport/ssh.js';
 import type { DialOptions, Link } from '../../src/libvirt/transport/types.js';
@@ -184,6 +184,46 @@ describe('dialSsh through a private sshd to the real libvirtd', () => {
       agent.kill('SIGTERM');
       await agentExited;
     }
+  });
+
+  describe('nothing to offer is no refusal: key_unreadable, transient', () => {
+    // No keyfile in the URI: the default identities under $HOME/.ssh and the agent are all.
+    const withoutKeyfile = (): string => sshd.uri('/system').replace(/keyfile=[^&]*&?/, '');
+    const saved = { home: process.env.HOME, agent: process.env.SSH_AUTH_SOCK };
+    const restore = (name: 'HOME' | 'SSH_AUTH_SOCK', value: string | undefined): void => {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    };
+    afterEach(() => {
+      restore('HOME', saved.home);
+      restore('SSH_AUTH_SOCK', saved.agent);
+    });
+
+    it('an ssh-agent that cannot be reached, and no key file', async () => {
+      process.env.HOME = await mkdtemp(path.join(sshd.dir, 'home-'));
+      process.env.SSH_AUTH_SOCK = path.join(sshd.dir, 'no-agent.sock');
+      expect(withoutKeyfile()).not.toContain('keyfile');
+      const err = await dialFails(withoutKeyfile());
+      expect(err).toMatchObject({ stage: 'auth', reason: 'key_unreadable', kind: 'transient' });
+      expect(err.message).toMatch(/the ssh-agent at SSH_AUTH_SOCK could not be used \(.+\)/);
+    });
+
+    it('a default identity half-written (being rotated), and no agent', async () => {
+      const home = await mkdtemp(path.join(sshd.dir, 'home-'));
+      await mkdir(path.join(home, '.ssh'));
+      const key = await readFile(sshd.clientKeyPath, 'utf8');
+      await writeFile(path.join(home, '.ssh', 'id_ed25519'), key.slice(0, key.length / 2));
+      process.env.HOME = home;
+      delete process.env.SSH_AUTH_SOCK;
+      const err = await dialFails(withoutKeyfile());
+      expect(err).toMatchObject({ stage: 'auth', reason: 'key_unreadable', kind: 'transient' });
+      expect(err.message).toMatch(/no key to offer for user root/);
+      // The whole key in place again: the next dial goes through.
+      await writeFile(path.join(home, '.ssh', 'id_ed25519'), key, { mode: 0o600 });
+      const link = await dial(withoutKeyfile());
+      expect(await authList(link.stream)).toMatchObject(AUTH_LIST_REPLY);
+      link.close();
+    });
   });
 
   it('gives up a silent server at the handshake stage within its budget, transient', async () => {

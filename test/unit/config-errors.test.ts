@@ -400,16 +400,33 @@ describe('errors name their path', () => {
     expect(issues).toHaveLength(5);
   });
 
-  it('never echoes the password of a duplicate libvirt URI', () => {
+  it('refuses a password in a libvirt URI without echoing it', () => {
     const uri = 'qemu+ssh://root:hunter2@hv.example/system';
+    const issues = issuesOf({ hosts: [{ ...local, uri }] });
+    expect(issues).toEqual([
+      "kvm2.hosts[0].uri: a password in 'qemu+ssh://root:***@hv.example/system' is never used: kvm2 authenticates by key (keyfile= or the agent)",
+    ]);
+  });
+
+  it.each([
+    ['a parameter given twice', '?socket=/a&socket=/b', "parameter 'socket' given twice"],
+    ['a key file given twice', '?keyfile=/a&keyfile=rel', "parameter 'keyfile' given twice"],
+  ])('refuses %s in a libvirt URI', (_, query, message) => {
     const issues = issuesOf({
-      hosts: [
-        { ...local, uri },
-        { ...local, name: 'b', uri: uri.replace('/system', ':22/system') },
-      ],
+      hosts: [{ ...local, uri: `qemu+ssh://root@hv.example/system${query}` }],
     });
-    expect(issues).toEqual([expect.stringMatching(/^kvm2\.hosts\[1\]\.uri: host 'b' reaches /)]);
-    expect(issues.join('\n')).not.toContain('hunter2');
+    expect(issues).toEqual([expect.stringContaining(message)]);
+  });
+
+  it.each([
+    ['port 0', 'qemu+ssh://root@hv.example:0/system', 'port 0 in'],
+    [
+      'a user name that is not percent-encoding',
+      'qemu+ssh://r%ZZ@hv.example/system',
+      'not valid percent-encoding',
+    ],
+  ])('refuses %s in an ssh URI', (_, uri, message) => {
+    expect(issuesOf({ hosts: [{ ...local, uri }] })).toEqual([expect.stringContaining(message)]);
   });
 
   it('accepts hosts that share a machine but not a daemon', () => {

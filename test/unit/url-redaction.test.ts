@@ -48,7 +48,7 @@ describe('kvm2 config check', () => {
   const valid = [
     `redis: { url: 'redis://ops:${PASSWORD}@127.0.0.1:6379/2' }`,
     'hosts:',
-    `  - { name: hv1, uri: 'qemu+ssh://kvm2:${PASSWORD}@10.0.0.1/system', network: default }`,
+    `  - { name: hv1, uri: 'qemu+ssh://kvm2@10.0.0.1/system', network: default }`,
     'images:',
     `  signed: { url: 'https://images.example/d.qcow2?X-Amz-Credential=AK&X-Amz-Signature=${SIGNATURE}' }`,
     `  basic: { url: 'https://deploy:${TOKEN}@images.example/u.qcow2' }`,
@@ -64,7 +64,7 @@ describe('kvm2 config check', () => {
     // What an operator needs stays: the server, the path, the query's names, the SSH user.
     expect(text).toContain('images.example/d.qcow2?X-Amz-Credential=***&X-Amz-Signature=***');
     expect(text).toContain('https://***:***@images.example/u.qcow2');
-    expect(text).toContain('qemu+ssh://kvm2:***@10.0.0.1/system');
+    expect(text).toContain('qemu+ssh://kvm2@10.0.0.1/system');
   });
 
   it('names the bad URL in an error without its credentials', async () => {
@@ -94,6 +94,7 @@ describe('messages that quote a URL', () => {
       `qemu+tls://root:${PASSWORD}@hv1/system`,
       `qemu+ssh://root:${PASSWORD}@hv1/system?bogus=1`,
       `qemu+ssh://root:${PASSWORD}@hv1/system?no_verify=1`,
+      `qemu+ssh://root:${PASSWORD}@hv1/system`, // a password is never used, so refused
       `xen+ssh://root:${PASSWORD}@hv1/system`,
     ]) {
       const message = uriMessage(uri);

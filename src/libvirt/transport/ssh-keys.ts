@@ -57,7 +57,7 @@ export interface ClientKey {
 }
 
 // ssh(1)'s default identities, tried when the URI names no key file (uri.ts: SshTarget.keyFile).
-const DEFAULT_IDENTITIES = ['id_ed25519', 'id_ecdsa', 'id_rsa'];
+export const DEFAULT_IDENTITIES = ['id_ed25519', 'id_ecdsa', 'id_rsa'];
 
 /**
  * The client keys, read now so that a rotated key is picked up. The named key file must be

@@ -19,6 +19,7 @@ import type { AgentAuthMethod, ClientChannel, ConnectConfig, PublicKeyAuthMethod
 import { redactUrl } from '../../errors/redact-url.js';
 import { DialError, type DialReason, type DialStage } from './dial-error.js';
 import {
+  DEFAULT_IDENTITIES,
   hostKeyAlgorithmsFor,
   readClientKeys,
   readKnownHosts,
@@ -108,6 +109,14 @@ class SshDial {
         this.stage = 'auth';
         throw this.dialError('key_unreadable', clientKeys.message);
       }
+      if (clientKeys.length === 0 && !agentSocket()) {
+        // Nothing to offer is no refusal by the host: a default identity being rotated, say.
+        this.stage = 'auth';
+        throw this.dialError(
+          'key_unreadable',
+          `no key to offer for user ${this.ssh.user}: the URI names no keyfile, no default identity (~/.ssh/${DEFAULT_IDENTITIES.join(', ')}) is usable, and SSH_AUTH_SOCK is not set`,
+        );
+      }
       const sock = await this.connectTcp();
       const conn = await this.handshake(sock, knownHosts, clientKeys);
       askForNoDelay(conn);
@@ -176,8 +185,25 @@ class SshDial {
     const { config, methods } = this.clientConfig(sock, knownHosts, clientKeys);
     await this.race(
       new Promise<void>((resolve, reject) => {
+        let agentError: Ssh2Error | undefined;
         const onError = (err: Ssh2Error): void => {
-          if (err.level === 'agent') return; // ssh2 goes on with the next method
+          if (err.level === 'agent') {
+            agentError = err; // ssh2 goes on with the next method
+            return;
+          }
+          if (err.level === 'client-authentication' && clientKeys.length === 0 && agentError) {
+            // The agent was all there was, and it offered nothing: no refusal by the host.
+            const code = typeof agentError.code === 'string' ? agentError.code : agentError.message;
+            const what = `the ssh-agent at SSH_AUTH_SOCK could not be used (${code}), and the URI names no keyfile`;
+            reject(
+              this.dialError(
+                'key_unreadable',
+                `no key to offer for user ${this.ssh.user}: ${what}`,
+                err,
+              ),
+            );
+            return;
+          }
           reject(classifySsh2Error(err, this.stage, this.dialError, this.ssh.user, methods));
         };
         const onClose = (): void =>
@@ -207,12 +233,10 @@ class SshDial {
     clientKeys: readonly ClientKey[],
   ): { config: ConnectConfig; methods: string } {
     const ssh = this.ssh;
-    const agent = process.env.SSH_AUTH_SOCK;
+    const agent = agentSocket();
     const authMethods: (PublicKeyAuthMethod | AgentAuthMethod)[] = [
       ...clientKeys.map((k) => ({ type: 'publickey' as const, username: ssh.user, key: k.key })),
-      ...(agent === undefined || agent === ''
-        ? []
-        : [{ type: 'agent' as const, username: ssh.user, agent }]),
+      ...(agent === undefined ? [] : [{ type: 'agent' as const, username: ssh.user, agent }]),
     ];
     const config: ConnectConfig = {
       sock,
@@ -339,6 +363,12 @@ function ackWhileForwarding(conn: InstanceType<typeof Client>, sock: net.Socket)
     sock.removeListener('data', onData);
     if (queued !== undefined) clearImmediate(queued);
   };
+}
+
+/** The ssh-agent's socket, from SSH_AUTH_SOCK; undefined when it is unset or empty. */
+function agentSocket(): string | undefined {
+  const agent = process.env.SSH_AUTH_SOCK;
+  return agent === undefined || agent === '' ? undefined : agent;
 }
 
 function classifySsh2Error(

@@ -65,8 +65,17 @@ export function parseLibvirtUri(uri: string): LibvirtTarget {
       `unsupported transport '${transport}' in '${shown}': kvm2 reaches hosts by unix socket or ssh`,
     );
   }
+  const seen = new Set<string>();
   for (const key of url.searchParams.keys()) {
     if (!KNOWN_PARAMS.has(key)) throw new UriError(`unknown parameter '${key}' in '${shown}'`);
+    // libvirt takes the last of a repeated parameter; a check of the first would let one by.
+    if (seen.has(key)) throw new UriError(`parameter '${key}' given twice in '${shown}'`);
+    seen.add(key);
+  }
+  if (url.password !== '') {
+    throw new UriError(
+      `a password in '${shown}' is never used: kvm2 authenticates by key (keyfile= or the agent)`,
+    );
   }
   if (url.searchParams.get('no_verify') === '1') {
     throw new UriError(`no_verify is refused in '${shown}': kvm2 always checks the host key`);
@@ -90,6 +99,13 @@ export function parseLibvirtUri(uri: string): LibvirtTarget {
 
   if (url.hostname === '') throw new UriError(`an ssh URI needs a host: '${shown}'`);
   const port = url.port === '' ? 22 : Number(url.port);
+  if (port === 0) throw new UriError(`port 0 in '${shown}' is no port to dial`);
+  let user: string;
+  try {
+    user = decodeURIComponent(url.username) || os.userInfo().username;
+  } catch {
+    throw new UriError(`the user name in '${shown}' is not valid percent-encoding`);
+  }
   const home = os.homedir();
   const keyfile = url.searchParams.get('keyfile');
   const knownHosts = url.searchParams.get('known_hosts');
@@ -111,7 +127,7 @@ export function parseLibvirtUri(uri: string): LibvirtTarget {
     ssh: {
       host,
       port,
-      user: decodeURIComponent(url.username) || os.userInfo().username,
+      user,
       keyFile: keyfile ?? undefined,
       knownHostsFile: knownHosts ?? path.join(home, '.ssh', 'known_hosts'),
     },
