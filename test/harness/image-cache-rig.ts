@@ -249,6 +249,23 @@ export function imageCacheRig(): ImageCacheRig {
       ]);
       addImage('backed', await fs.readFile(backed), { format: 'qcow2', sha256: null });
 
+      // A qcow2 backed over the network (nbd://): libvirt's volume XML may show no path for it.
+      const nbd = path.join(workDir, 'nbd.qcow2');
+      await execFileAsync('qemu-img', [
+        'create',
+        '-q',
+        '-f',
+        'qcow2',
+        '-u', // the backing is not opened: no server is there
+        '-b',
+        'nbd://127.0.0.1:9',
+        '-F',
+        'raw',
+        nbd,
+        `${1 + Math.floor(Math.random() * 1000)}M`,
+      ]);
+      addImage('nbd', await fs.readFile(nbd), { format: 'qcow2', sha256: null });
+
       // A qcow2 whose data lives in an external file on the host (qcow2 v3's data_file): qemu
       // would read the guest's disk from that host file.
       const external = path.join(workDir, 'external.qcow2');

@@ -89,6 +89,13 @@ describe('a failed fill leaves nothing in the pool', () => {
     await expectNothingLeft('imgtest-backed');
   });
 
+  it('a qcow2 backed over the network (nbd://): permanent', async () => {
+    const err = await failure(ensureBaseImage(provider(), HOST, 'imgtest-nbd', {}));
+    expect(err).toMatchObject({ code: 'ERR_IMAGE_CONTENT', kind: 'permanent' });
+    expect(err.message).toMatch(/backing file/);
+    await expectNothingLeft('imgtest-nbd');
+  });
+
   it('a qcow2 whose data is an external file: permanent', async () => {
     // libvirt 9.0's volume XML shows no backing store for it, but qemu opens the file the
     // header names for the guest's disk: any file on the host the image's maker chose.

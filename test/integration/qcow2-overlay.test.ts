@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   OVERLAY_BYTES,
   qcow2Backing,
+  qcow2NamesBacking,
   qcow2Overlay,
 } from '../../src/provider/image/qcow2-overlay.js';
 
@@ -83,6 +84,34 @@ describe('the overlay kvm2 writes', () => {
     // Both headers read back by the parser the adopt path uses.
     expect(qcow2Backing(bytes)).toEqual({ path: base, format });
     expect(qcow2Backing(await readFile(theirs))).toEqual({ path: base, format });
+  });
+
+  it('qcow2NamesBacking reads the backing file fields qemu-img writes, network ones too', async () => {
+    const plain = join(dir, 'plain.qcow2');
+    await run('qemu-img', ['create', '-q', '-f', 'qcow2', plain, '1G']);
+    const nbd = join(dir, 'nbd.qcow2');
+    await run('qemu-img', [
+      'create',
+      '-q',
+      '-f',
+      'qcow2',
+      '-u',
+      '-b',
+      'nbd://127.0.0.1:9',
+      '-F',
+      'raw',
+      nbd,
+      '1G',
+    ]);
+    const head = async (file: string): Promise<Buffer> => (await readFile(file)).subarray(0, 80);
+    expect(qcow2NamesBacking(await head(plain))).toBe(false);
+    expect(qcow2NamesBacking(await head(nbd))).toBe(true);
+    expect(
+      qcow2NamesBacking(
+        qcow2Overlay({ virtualBytes: GiB, backingPath: plain, backingFormat: 'qcow2' }),
+      ),
+    ).toBe(true);
+    expect(qcow2NamesBacking(Buffer.alloc(80))).toBe(false); // no qcow2 at all
   });
 
   it('reads the base through it, and takes writes without touching the base', async () => {

@@ -27,7 +27,7 @@ import {
   type ImageSource,
 } from './download.js';
 import { deleteVolume, lookupVolume, refreshPool, writeSmallVolume } from './volumes.js';
-import { FEATURES_END, qcow2ExternalData } from './qcow2-overlay.js';
+import { FEATURES_END, qcow2ExternalData, qcow2NamesBacking } from './qcow2-overlay.js';
 import { Kvm2Error, type Kvm2ErrorOptions } from '../../errors/error.js';
 
 /** Budget of removing a half-made volume: fresh, since the job's signal may be what failed. */
@@ -259,7 +259,8 @@ function verify(
 
 /**
  * libvirt's probe of the uploaded bytes, after the refresh, against the configured format; and
- * the qcow2 header's own word (`head`, its first bytes) on an external data file.
+ * the qcow2 header's own word (`head`, its first bytes) on a backing file and an external data
+ * file.
  */
 async function checkContent(
   conn: LibvirtConnection,
@@ -277,7 +278,7 @@ async function checkContent(
   if (probed !== 'qcow2') {
     throw new ImageContentError(`${prefix}: configured as qcow2, but libvirt reads ${probed}`);
   }
-  if (parseVolumeBacking(xml) !== null) {
+  if (parseVolumeBacking(xml) !== null || qcow2NamesBacking(head)) {
     throw new ImageContentError(`${prefix}: the qcow2 names a backing file; kvm2 takes none`);
   }
   if (qcow2ExternalData(head)) {

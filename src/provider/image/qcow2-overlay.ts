@@ -130,6 +130,16 @@ export function qcow2Backing(head: Buffer): Qcow2Backing | null {
   return { path, format };
 }
 
+/**
+ * True when a qcow2 image's first bytes name a backing file: a non-zero backing_file_offset or
+ * backing_file_size (bytes 8 to 20 of any version's header). libvirt's volume XML leaves the
+ * backing store's path out when it has none to show (a network backing such as `nbd://host`).
+ */
+export function qcow2NamesBacking(head: Buffer): boolean {
+  if (head.length < 20 || head.readUInt32BE(0) !== MAGIC) return false;
+  return head.readBigUInt64BE(8) !== 0n || head.readUInt32BE(16) !== 0;
+}
+
 /** The incompatible-features bit of a version 3 header that says the data is in another file. */
 const INCOMPAT_DATA_FILE = 1n << 2n;
 /** The first bytes qcow2ExternalData reads: a version 3 header up to its feature bits. */
