@@ -102,12 +102,13 @@ export function seedVolumeName(name: string): string {
 }
 
 /**
- * The file libvirt writes the instance's serial console to, in the host's serialLogDir. The
- * dot is what no DNS label has: libvirt's own log of a domain `web-serial` is
- * `web-serial.log`, while this one of `web` is `web.serial.log`.
+ * The file libvirt writes the instance's serial console to, in the host's serialLogDir, which
+ * by default is where the qemu driver writes `<domain>.log` for every domain. A domain's name
+ * may hold anything but `/`, so any file name ending in `.log` can be some domain's log
+ * (`web.serial.log` is that of a domain named `web.serial`): this one does not end in `.log`.
  */
 export function serialLogFile(dir: string, name: string): string {
-  return `${dir === '/' ? '' : dir}/${checkedName(name)}.serial.log`;
+  return `${dir === '/' ? '' : dir}/${checkedName(name)}.serial`;
 }
 
 export type InstanceVolumeRole = 'overlay' | 'seed';
