@@ -183,7 +183,7 @@ describe('the serial log (hosts[].serialLogDir, docs/configuration.md)', () => {
       expect(err).toMatchObject({ code: 'ERR_SERIAL_LOG', kind: 'permanent' });
       const message = (err as Error).message;
       expect(message).toContain('kvm2.hosts[0].serialLogDir');
-      expect(message).toContain(`${missing}/${name}.serial.log`); // libvirt's own words
+      expect(message).toContain(serialLogFile(missing, name)); // libvirt's own words
       expect(message).toContain("host 'h1'");
       // The domain and the volumes the create made for it are gone again.
       expect(await domainExists(name)).toBe(false);

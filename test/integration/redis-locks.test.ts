@@ -133,7 +133,9 @@ describe('RedisLocks', () => {
   });
 
   it('renews the lock while fn runs longer than the TTL', async () => {
-    const shortA = new RedisLocks({ client: clientA, prefix, ttlMs: 300, ...POLL });
+    // TTL 1 s, renewed every ~333 ms, for 2.5 s: a loaded machine (a CI run once stalled this
+    // process past a 300 ms TTL) still renews in time.
+    const shortA = new RedisLocks({ client: clientA, prefix, ttlMs: 1_000, ...POLL });
     const key = shortA.lockKey('i-long');
     const ttls: number[] = [];
     let intruders = 0;
@@ -141,7 +143,7 @@ describe('RedisLocks', () => {
 
     await shortA.withLock('i-long', async (signal) => {
       fnSignal = signal;
-      const until = performance.now() + 1_000;
+      const until = performance.now() + 2_500;
       while (performance.now() < until) {
         ttls.push(await clientB.pttl(key));
         const lease = await locksB.tryAcquire('i-long');
