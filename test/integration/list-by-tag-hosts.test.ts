@@ -1,5 +1,5 @@
 // listByTag across host entries that reach one libvirtd by two routes the configuration cannot
-// tell apart (the daemon's socket as /var/run/… and as /run/…, one file through a symlink):
+// tell apart (the daemon's socket and a symlink to it):
 // each domain would be listed once per entry, and GC keeping one id would delete the other.
 // The call fails whole instead, naming both ids.
 import fs from 'node:fs';
@@ -35,12 +35,15 @@ beforeAll(async () => {
   );
   await virsh(['define', file]);
   sshd = await startSshd();
-  const viaRun = sshd.uri('/system', { socket: '/run/libvirt/libvirt-sock' });
+  // One daemon under a name the configuration cannot see through: a symlink to its socket.
+  const link = path.join(dir, 'libvirt-sock');
+  fs.symlinkSync('/run/libvirt/libvirt-sock', link);
+  const viaLink = sshd.uri('/system', { socket: link });
   twice = new Provider(
     parseConfig({
       hosts: [
         testHost(sshd, 'kvm2-lbt-unused'),
-        testHost(sshd, 'kvm2-lbt-unused', { name: 'h2', uri: viaRun }),
+        testHost(sshd, 'kvm2-lbt-unused', { name: 'h2', uri: viaLink }),
       ],
     }),
   );

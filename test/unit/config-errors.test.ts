@@ -54,6 +54,16 @@ describe('errors name their path', () => {
       "kvm2.hosts[1].uri: host 'b' reaches the same libvirt daemon as host 'hv1' (hosts[0]): its domains would be listed, and deleted, twice",
     ],
     [
+      'one socket under /var/run and under /run',
+      {
+        hosts: [
+          { ...local, uri: 'qemu:///system?socket=/var/run/libvirt/libvirt-sock' },
+          { ...local, name: 'b', uri: 'qemu:///system?socket=/run/libvirt/libvirt-sock' },
+        ],
+      },
+      "kvm2.hosts[1].uri: host 'b' reaches the same libvirt daemon as host 'hv1' (hosts[0]): its domains would be listed, and deleted, twice",
+    ],
+    [
       'a vendor-data part whose type is not a MIME type',
       withHost({
         images: {
@@ -351,6 +361,11 @@ describe('errors name their path', () => {
     [
       'a redis url of another scheme',
       withHost({ redis: { url: 'http://redis:6379' } }),
+      'kvm2.redis.url: must be a redis:// or rediss:// URL with a host',
+    ],
+    [
+      'a redis url with a query and no host (ioredis would dial localhost)',
+      withHost({ redis: { url: 'redis://?db=2' } }),
       'kvm2.redis.url: must be a redis:// or rediss:// URL with a host',
     ],
     [

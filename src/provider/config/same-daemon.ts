@@ -4,11 +4,12 @@
 // how kvm2 gets there (libvirt docs/uri.rst):
 //   transport   unix, or ssh to host:port (host name case-insensitive, port 22 if unwritten);
 //               `qemu:///system` is `qemu+unix:///system`.
-//   socket      the daemon's socket on that machine (`socket=`, else libvirt's default).
+//   socket      the daemon's socket on that machine (`socket=`, else libvirt's default), with
+//               `/var/run/` read as `/run/` (a symlink to it on every current distribution).
 //   open name   what CONNECT_OPEN asks for: qemu:///system, qemu:///session, test:///default.
 //   ssh user    only for /session, where each user has a daemon of their own; a system daemon
 //               is the same whoever logs in.
-// keyfile, known_hosts, no_tty and a password select nothing. What only the machine knows (a
+// keyfile, known_hosts and no_tty select nothing. What only the machine knows (another
 // symlinked socket, two names of one address) is left to listByTag, which refuses an instance
 // seen under two hosts (ERR_DUPLICATE_INSTANCE).
 import path from 'node:path';
@@ -22,7 +23,7 @@ export function daemonKey(uri: string): string | undefined {
   } catch {
     return undefined; // reported on the uri itself
   }
-  const socket = path.posix.normalize(target.socketPath);
+  const socket = path.posix.normalize(target.socketPath).replace(/^\/var\/run\//, '/run/');
   const { ssh } = target;
   if (ssh === undefined) return `unix ${socket} ${target.openName}`;
   const host = ssh.host.toLowerCase().replace(/\.$/, '');

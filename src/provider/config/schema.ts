@@ -371,7 +371,7 @@ const redis = z
     // The URL may hold a password: messages never echo it.
     url: z
       .string()
-      .refine((value) => /^rediss?:\/\/[^/]/.test(value) && URL.canParse(value), {
+      .refine((value) => /^rediss?:\/\//.test(value) && (URL.parse(value)?.hostname ?? '') !== '', {
         message: 'must be a redis:// or rediss:// URL with a host',
       })
       .optional(),
