@@ -13,7 +13,7 @@ import type { Kvm2Config } from '../src/provider/config/schema.js';
 import { requestDigest } from './generations.js';
 import { readHealth } from './health.js';
 import { deleteData, enqueueCreate, enqueueDelete, enqueueGc } from './enqueue.js';
-import { DEFAULT_PREFIX } from './names.js';
+import { createKey, DEFAULT_PREFIX } from './names.js';
 import { placeInZone, type ZoneConfig } from './placement.js';
 import {
   asRedisError,
@@ -154,7 +154,8 @@ export class Kvm2Client {
     // The digest is of the request as asked (zone, not the host placement picks), so a
     // repeat of a zone request is recognised wherever placement would put it now.
     const digest = requestDigest(createRequestOf(data));
-    if (data.host === undefined) data = await this.#place(data);
+    if (data.host === undefined)
+      data = (await this.#placedBefore(data)) ?? (await this.#place(data));
     this.#checkHost('job.create.host', data.host ?? '');
     const id = formatInstanceId(data.host ?? '', data.name);
 
@@ -284,6 +285,26 @@ export class Kvm2Client {
     this.#closed = true;
     this.#watcher.close();
     await closeConnection(this.#redis);
+  }
+
+  /**
+   * A repeat of a zone create goes where the first went, without placing it again: placement
+   * could fail now (the zone's hosts unhealthy, the host moved to another zone) while the job
+   * it would find exists.
+   */
+  async #placedBefore(data: JobData<'create'>): Promise<JobData<'create'> | undefined> {
+    const redis = await this.#connection();
+    const reserved = await redis
+      .hget(createKey(this.prefix, data.uid), 'instanceId')
+      .catch((err: unknown) => {
+        throw this.#redisError(err);
+      });
+    if (reserved === null) return undefined;
+    try {
+      return withHost(data, parseInstanceId(reserved).host);
+    } catch {
+      return undefined; // not an id kvm2 wrote: place it, and the script decides
+    }
   }
 
   async #place(data: JobData<'create'>): Promise<JobData<'create'>> {

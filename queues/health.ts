@@ -21,14 +21,30 @@ export async function readHealth(
   const raw = await redis.hgetall(healthKey(prefix));
   const reports = new Map<string, HealthReport>();
   for (const [host, json] of Object.entries(raw)) {
+    let report: unknown;
     try {
-      const report = JSON.parse(json) as HealthReport;
-      if (report.host === host) reports.set(host, report);
+      report = JSON.parse(json);
     } catch {
-      // Written by something else; placement treats the host as unchecked.
+      continue; // written by something else; placement treats the host as unchecked
     }
+    if (isReport(report, host)) reports.set(host, report);
   }
   return reports;
+}
+
+/** A report of `host` with the fields placement and `kvm2 check` read; anything else is skipped. */
+function isReport(value: unknown, host: string): value is HealthReport {
+  if (typeof value !== 'object' || value === null) return false;
+  const r = value as Record<string, unknown>;
+  return (
+    r['host'] === host &&
+    typeof r['checkedAt'] === 'string' &&
+    (r['status'] === 'healthy' || r['status'] === 'degraded' || r['status'] === 'unhealthy') &&
+    typeof r['reason'] === 'string' &&
+    typeof r['message'] === 'string' &&
+    typeof r['details'] === 'object' &&
+    r['details'] !== null
+  );
 }
 
 /** Drops the reports of hosts no longer configured, so placement never picks one. */

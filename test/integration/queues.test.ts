@@ -189,6 +189,33 @@ describe('create and delete', () => {
     }
   });
 
+  it('a repeat of a zone create finds its job though placement would now fail', async () => {
+    let placements = 0;
+    let zoneUp = true;
+    const zoned = new Kvm2Client({
+      redisUrl: scope.url,
+      prefix: scope.prefix,
+      resolveZone: () => {
+        placements += 1;
+        if (!zoneUp) throw new Kvm2Error('ERR_ZONE_UNAVAILABLE', "no host in zone 'z1'");
+        return 'z-a';
+      },
+    });
+    try {
+      const { host: _h, ...rest } = request('zoned-2');
+      const uid = randomUUID();
+      const first = await zoned.create({ ...rest, zone: 'z1', uid });
+      zoneUp = false; // the zone's hosts went unhealthy after the first enqueue
+      expect(await zoned.create({ ...rest, zone: 'z1', uid })).toEqual(first);
+      expect(placements).toBe(1);
+      await expect(zoned.create({ ...rest, zone: 'z1' })).rejects.toMatchObject({
+        code: 'ERR_ZONE_UNAVAILABLE',
+      });
+    } finally {
+      await zoned.close();
+    }
+  });
+
   it('supersedes a create by a later delete of the same instance', async () => {
     const queue = hostQueue('h2');
     const created = await client.create(request('db-1', 'h2'));

@@ -42,8 +42,8 @@ function place(reports: HealthReport[], zone = 'z1', random = () => 0): string {
 }
 
 describe('placeInZone', () => {
-  it('picks the healthy host with the most free space per slot in the zone', () => {
-    // a: 40/4 = 10, b: 60/8 = 7.5, c: 30/4 = 7.5; d is in another zone.
+  it('picks the healthy host with the most free pool space in the zone (SPEC §3)', () => {
+    // d, in another zone, has more than any; b's eight slots do not count against it.
     expect(
       place([
         report('a', 'healthy', 40),
@@ -51,7 +51,25 @@ describe('placeInZone', () => {
         report('c', 'healthy', 30),
         report('d', 'healthy', 1000),
       ]),
-    ).toBe('a');
+    ).toBe('b');
+  });
+
+  it('spreads creates over hosts within 10% of the most free space, never to one far below', () => {
+    const GiB = 2 ** 30;
+    const near = [
+      { ...report('a', 'healthy', 0), details: { poolAvailableBytes: 50 * GiB + 1 } },
+      report('c', 'healthy', 50),
+      report('b', 'healthy', 46), // 92% of the most: an equal
+    ];
+    const chosen = new Set([0, 0.34, 0.67, 0.99].map((r) => place(near, 'z1', () => r)));
+    expect(chosen).toEqual(new Set(['a', 'b', 'c']));
+    const far = [report('a', 'healthy', 100), report('c', 'healthy', 30)];
+    expect(new Set([0, 0.5, 0.99].map((r) => place(far, 'z1', () => r)))).toEqual(new Set(['a']));
+  });
+
+  it('trusts a report dated ahead of this clock by at most one round', () => {
+    expect(place([report('a', 'healthy', 500, -EVERY + 1), report('c', 'healthy', 1)])).toBe('a');
+    expect(place([report('a', 'healthy', 500, -EVERY - 1), report('c', 'healthy', 1)])).toBe('c');
   });
 
   it('prefers healthy over degraded, and takes degraded when nothing else is left', () => {
@@ -65,16 +83,10 @@ describe('placeInZone', () => {
     );
   });
 
-  it('spreads ties at random', () => {
-    const reports = [report('a', 'healthy', 40), report('c', 'healthy', 40)];
-    expect(place(reports, 'z1', () => 0)).toBe('a');
-    expect(place(reports, 'z1', () => 0.99)).toBe('c');
-  });
-
   it('no fresh healthy host: a transient error naming the zone', () => {
     const err = (() => {
       try {
-        place([report('a', 'unhealthy', 500)]);
+        place([report('a', 'unhealthy', 500), report('b', 'healthy', 500, 600_000)]);
       } catch (e) {
         return e;
       }
@@ -82,7 +94,9 @@ describe('placeInZone', () => {
     })();
     expect(err).toBeInstanceOf(Kvm2Error);
     expect(err).toMatchObject({ code: 'ERR_ZONE_UNAVAILABLE', kind: 'transient' });
-    expect((err as Error).message).toContain("zone 'z1'");
+    expect((err as Error).message).toBe(
+      "request.zone: no host in zone 'z1' can take a create (a: unhealthy (unreachable); b: report 600 s old (stale after 180 s); c: never checked)",
+    );
   });
 
   it('a zone no host is in: permanent', () => {
