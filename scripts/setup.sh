@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Prepares a Debian 12 machine (as root, no systemd) to run kvm2 and its tests:
 # Debian packages, the daemons kvm2 talks to (virtlogd, libvirtd, redis-server), a dir pool
-# `default`, an isolated network `default`, the demo image, Node.js 24 from the npm registry
-# when the machine's node is older than 22 (scripts/node-runtime.sh), and the npm
-# dependencies. Safe to run twice: every step checks before it acts.
+# `default`, an isolated network `default`, the demo image, Node.js 24 and 22 from the npm
+# registry (24 linked as the machine's node when its own is older than 22;
+# scripts/node-runtime.sh), and the npm dependencies. Safe to run twice: every step checks before it acts.
 # Facts behind each step: shared/HOST-SETUP.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
