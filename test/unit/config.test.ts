@@ -1,7 +1,8 @@
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { utils } from 'ssh2';
 import YAML from 'yaml';
 import {
   ConfigError,
@@ -362,7 +363,7 @@ describe('configWarnings', () => {
     const key = path.join(dir, 'id_ed25519');
     const knownHosts = path.join(dir, 'known_hosts');
     const aDirectory = path.join(dir, 'not-a-file');
-    await writeFile(key, 'key');
+    await writeFile(key, utils.generateKeyPairSync('ed25519').private, { mode: 0o600 });
     await writeFile(knownHosts, 'hv1 ssh-ed25519 AAAA');
     await mkdir(aDirectory, { recursive: true });
     const missing = path.join(dir, 'missing-key');
@@ -385,6 +386,38 @@ describe('configWarnings', () => {
       `kvm2.hosts[2].uri: keyfile ${missing} cannot be read (ENOENT); dials to bad fail until it can (it is read again at every dial)`,
       `kvm2.hosts[2].uri: known_hosts ${aDirectory} cannot be read (not a regular file); dials to bad fail until it can (it is read again at every dial)`,
     ]);
+  });
+
+  it('warns of a key under a passphrase, one that is no key, and one others can read', async () => {
+    const secret = 'pw-for-the-key';
+    const files = {
+      locked: utils.generateKeyPairSync('ed25519', {
+        passphrase: secret,
+        cipher: 'aes256-cbc',
+        rounds: 16,
+      }).private,
+      garbage: 'not a key at all',
+      open: utils.generateKeyPairSync('ed25519').private,
+    };
+    await writeFile(path.join(dir, 'known_hosts'), 'hv1 ssh-ed25519 AAAA');
+    const hosts = await Promise.all(
+      Object.entries(files).map(async ([name, text]) => {
+        const file = path.join(dir, `key-${name}`);
+        await writeFile(file, text, { mode: name === 'open' ? 0o644 : 0o600 });
+        await chmod(file, name === 'open' ? 0o644 : 0o600); // whatever the umask
+        const knownHosts = path.join(dir, 'known_hosts');
+        const uri = `qemu+ssh://u@${name}/system?keyfile=${file}&known_hosts=${knownHosts}`;
+        return { name, uri, network: 'n' };
+      }),
+    );
+    const warnings = configWarnings(parseConfig({ hosts }));
+    const keyOf = (name: string): string => path.join(dir, `key-${name}`);
+    expect(warnings).toEqual([
+      `kvm2.hosts[0].uri: keyfile ${keyOf('locked')} holds no usable private key (passphrase-protected keys are not supported); dials to locked fail until it does (it is read again at every dial)`,
+      `kvm2.hosts[1].uri: keyfile ${keyOf('garbage')} holds no usable private key (passphrase-protected keys are not supported); dials to garbage fail until it does (it is read again at every dial)`,
+      `kvm2.hosts[2].uri: keyfile ${keyOf('open')} can be read by others (mode 0644); ssh(1) would refuse it: chmod 600 ${keyOf('open')}`,
+    ]);
+    expect(warnings.join('\n')).not.toContain('PRIVATE KEY');
   });
 
   it('has nothing to say about the embedded default', async () => {

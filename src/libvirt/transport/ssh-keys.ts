@@ -85,12 +85,18 @@ async function readClientKey(file: string): Promise<ClientKey | Error> {
       `cannot read key file ${file} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`,
     );
   }
-  const parsed = utils.parseKey(bytes);
-  const key = Array.isArray(parsed) ? (parsed[0] as ParsedKey | undefined) : parsed;
-  if (key === undefined || key instanceof Error || !key.isPrivateKey()) {
+  const key = parseClientKey(bytes);
+  if (key === undefined) {
     return new Error(
       `key file ${file} holds no usable private key (passphrases are not supported)`,
     );
   }
   return { path: file, key };
+}
+
+/** The private key in a key file's bytes; undefined for none, or one under a passphrase. */
+export function parseClientKey(bytes: Buffer): ParsedKey | undefined {
+  const parsed = utils.parseKey(bytes);
+  const key = Array.isArray(parsed) ? (parsed[0] as ParsedKey | undefined) : parsed;
+  return key === undefined || key instanceof Error || !key.isPrivateKey() ? undefined : key;
 }
