@@ -27,12 +27,16 @@ export async function readHealth(
     } catch {
       continue; // written by something else; placement treats the host as unchecked
     }
-    if (isReport(report, host)) reports.set(host, report);
+    if (!isReport(report, host)) continue;
+    // Details are what the probe learnt, possibly nothing: a report without them has none.
+    const { details } = report as { details?: unknown };
+    const known = typeof details === 'object' && details !== null ? report.details : {};
+    reports.set(host, { ...report, details: known });
   }
   return reports;
 }
 
-/** A report of `host` with the fields placement and `kvm2 check` read; anything else is skipped. */
+/** A report of `host` with the fields placement, the board and `kvm2 check` need to read it. */
 function isReport(value: unknown, host: string): value is HealthReport {
   if (typeof value !== 'object' || value === null) return false;
   const r = value as Record<string, unknown>;
@@ -41,9 +45,7 @@ function isReport(value: unknown, host: string): value is HealthReport {
     typeof r['checkedAt'] === 'string' &&
     (r['status'] === 'healthy' || r['status'] === 'degraded' || r['status'] === 'unhealthy') &&
     typeof r['reason'] === 'string' &&
-    typeof r['message'] === 'string' &&
-    typeof r['details'] === 'object' &&
-    r['details'] !== null
+    typeof r['message'] === 'string'
   );
 }
 

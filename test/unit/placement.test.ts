@@ -99,6 +99,12 @@ describe('placeInZone', () => {
     );
   });
 
+  it('passes over a report that says nothing of the pool (written by something else)', () => {
+    const bare = { ...report('a', 'healthy', 0), details: {} };
+    expect(place([bare, report('c', 'healthy', 1)])).toBe('c');
+    expect(() => place([bare])).toThrow(/a: report without pool space; b: never checked/);
+  });
+
   it('a zone no host is in: permanent', () => {
     expect(() => place([], 'nowhere')).toThrow(/no configured host is in zone 'nowhere'/);
   });
