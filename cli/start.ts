@@ -2,7 +2,8 @@
 // the embedded default (the local libvirtd as host `local`, Redis on 127.0.0.1:6379). For a
 // laptop or a single host; a fleet runs `kvm2 worker` and `kvm2 board` as separate services
 // (docker-compose.yml, docs/operations.md).
-import { configWarnings, loadConfig } from '../src/provider/config/load.js';
+import { loadConfig } from '../src/provider/config/load.js';
+import { configWarnings } from '../src/provider/config/warnings.js';
 import { startBoard } from '../board/server.js';
 import { createLogger } from '../workers/logger.js';
 import { runWorker } from '../workers/process.js';

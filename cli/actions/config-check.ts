@@ -3,7 +3,8 @@
 // password and image URLs' userinfo and query values are hidden (redactUrl), and the board's
 // credentials are only said to be set.
 import { redactUrl } from '../../src/errors/redact-url.js';
-import { ConfigError, configWarnings, resolveConfigPath } from '../../src/provider/config/load.js';
+import { ConfigError, resolveConfigPath } from '../../src/provider/config/load.js';
+import { configWarnings } from '../../src/provider/config/warnings.js';
 import type { Kvm2Config } from '../../src/provider/config/schema.js';
 import type { ParsedArgs } from '../options/args.js';
 import { configFile, loadCliConfig } from '../options/config.js';

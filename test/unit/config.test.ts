@@ -6,13 +6,13 @@ import { utils } from 'ssh2';
 import YAML from 'yaml';
 import {
   ConfigError,
-  configWarnings,
   hostTargets,
   loadConfig,
   parseConfig,
   parseConfigText,
 } from '../../src/provider/config/load.js';
 import { EMBEDDED_DEFAULT } from '../../src/provider/config/schema.js';
+import { configWarnings } from '../../src/provider/config/warnings.js';
 import { parseDuration, parseSize } from '../../src/provider/config/values.js';
 import { local, withHost } from '../harness/config-input.js';
 

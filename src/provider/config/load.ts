@@ -1,12 +1,10 @@
 // Loading the configuration (SPEC §2): the file named by --config or KVM2_CONFIG, YAML or JSON,
 // else the embedded default; validated once into a deeply frozen Kvm2Config. Every message
 // names its path, prefixed `kvm2.`, e.g. `kvm2.hosts[1].uri: …`.
-import { accessSync, constants as fsConstants, readFileSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import YAML from 'yaml';
 import type { z } from 'zod';
-import { parseClientKey } from '../../libvirt/transport/ssh-keys.js';
 import { parseLibvirtUri, type LibvirtTarget } from '../../libvirt/transport/uri.js';
 import { Kvm2Error } from '../../errors/error.js';
 import { EMBEDDED_DEFAULT, configSchema, type Kvm2Config } from './schema.js';
@@ -223,69 +221,4 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Kvm2C
 /** Each configured host's libvirt target, for HostTable. */
 export function hostTargets(config: Kvm2Config): [string, LibvirtTarget][] {
   return config.hosts.map((h) => [h.name, parseLibvirtUri(h.uri)]);
-}
-
-function unreadable(file: string): string | undefined {
-  try {
-    if (!statSync(file).isFile()) return 'not a regular file';
-    accessSync(file, fsConstants.R_OK);
-    return undefined;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-  }
-}
-
-/**
- * A readable key file that every dial would still fail with (no private key in it, or one under
- * a passphrase), or that others can read (ssh(1) refuses such a key; kvm2 uses it, and says so).
- * Never the file's content.
- */
-function keyFileWarnings(at: string, file: string, host: string): string[] {
-  const warnings: string[] = [];
-  try {
-    if (parseClientKey(readFileSync(file)) === undefined) {
-      warnings.push(
-        `${at}: keyfile ${file} holds no usable private key (passphrase-protected keys are not supported); dials to ${host} fail until it does (it is read again at every dial)`,
-      );
-    }
-    const mode = statSync(file).mode & 0o777;
-    if ((mode & 0o077) !== 0) {
-      warnings.push(
-        `${at}: keyfile ${file} can be read by others (mode ${mode.toString(8).padStart(4, '0')}); ssh(1) would refuse it: chmod 600 ${file}`,
-      );
-    }
-  } catch {
-    // Gone since it was found readable: the dial reports it.
-  }
-  return warnings;
-}
-
-/**
- * Problems worth a line at start that are not errors: SSH key and known_hosts files that cannot
- * be read now, a key file without a usable key or open to others. They are read again at every
- * dial, so fixing them needs no restart.
- */
-export function configWarnings(config: Kvm2Config): string[] {
-  const warnings: string[] = [];
-  config.hosts.forEach((h, i) => {
-    const ssh = parseLibvirtUri(h.uri).ssh;
-    if (ssh === undefined) return;
-    const files: [string, string | undefined][] = [
-      ['keyfile', ssh.keyFile],
-      ['known_hosts', ssh.knownHostsFile],
-    ];
-    const at = formatPath(['hosts', i, 'uri']);
-    for (const [what, file] of files) {
-      const why = file === undefined ? undefined : unreadable(file);
-      if (file !== undefined && why !== undefined) {
-        warnings.push(
-          `${at}: ${what} ${file} cannot be read (${why}); dials to ${h.name} fail until it can (it is read again at every dial)`,
-        );
-      }
-    }
-    if (ssh.keyFile !== undefined && unreadable(ssh.keyFile) === undefined) {
-      warnings.push(...keyFileWarnings(at, ssh.keyFile, h.name));
-    }
-  });
-  return warnings;
 }
