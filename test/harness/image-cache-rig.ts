@@ -233,53 +233,21 @@ export function imageCacheRig(): ImageCacheRig {
       await execFileAsync('qemu-img', ['convert', '-f', 'raw', '-O', 'qcow2', raw, qcow2]);
       addImage('small', await fs.readFile(qcow2), { format: 'qcow2' });
 
+      /** A qcow2 qemu-img makes with `options`, of a size no other run shares, served. */
+      const qcow2Image = async (name: string, options: string[]): Promise<void> => {
+        const file = path.join(workDir, `${name}.qcow2`);
+        const size = `${1 + Math.floor(Math.random() * 1000)}M`;
+        await execFileAsync('qemu-img', ['create', '-q', '-f', 'qcow2', ...options, file, size]);
+        addImage(name, await fs.readFile(file), { format: 'qcow2', sha256: null });
+      };
       // A qcow2 that names a backing file on the host.
-      const backed = path.join(workDir, 'backed.qcow2');
-      await execFileAsync('qemu-img', [
-        'create',
-        '-q',
-        '-f',
-        'qcow2',
-        '-b',
-        '/etc/hostname',
-        '-F',
-        'raw',
-        backed,
-        `${1 + Math.floor(Math.random() * 1000)}M`,
-      ]);
-      addImage('backed', await fs.readFile(backed), { format: 'qcow2', sha256: null });
-
-      // A qcow2 backed over the network (nbd://): libvirt's volume XML may show no path for it.
-      const nbd = path.join(workDir, 'nbd.qcow2');
-      await execFileAsync('qemu-img', [
-        'create',
-        '-q',
-        '-f',
-        'qcow2',
-        '-u', // the backing is not opened: no server is there
-        '-b',
-        'nbd://127.0.0.1:9',
-        '-F',
-        'raw',
-        nbd,
-        `${1 + Math.floor(Math.random() * 1000)}M`,
-      ]);
-      addImage('nbd', await fs.readFile(nbd), { format: 'qcow2', sha256: null });
-
+      await qcow2Image('backed', ['-b', '/etc/hostname', '-F', 'raw']);
+      // A qcow2 backed over the network (nbd://); -u: the backing is not opened (no server).
+      await qcow2Image('nbd', ['-u', '-b', 'nbd://127.0.0.1:9', '-F', 'raw']);
       // A qcow2 whose data lives in an external file on the host (qcow2 v3's data_file): qemu
       // would read the guest's disk from that host file.
-      const external = path.join(workDir, 'external.qcow2');
-      await execFileAsync('qemu-img', [
-        'create',
-        '-q',
-        '-f',
-        'qcow2',
-        '-o',
-        `data_file=${path.join(workDir, 'external-data.raw')},data_file_raw=on`,
-        external,
-        `${1 + Math.floor(Math.random() * 1000)}M`,
-      ]);
-      addImage('datafile', await fs.readFile(external), { format: 'qcow2', sha256: null });
+      const dataFile = path.join(workDir, 'external-data.raw');
+      await qcow2Image('datafile', ['-o', `data_file=${dataFile},data_file_raw=on`]);
 
       // 64 MiB of random data in a file, never in the test's memory whole.
       const big = path.join(workDir, 'big.raw');
