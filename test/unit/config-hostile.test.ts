@@ -63,6 +63,19 @@ describe("names that are Object's own", () => {
     },
   );
 
+  it.each(['<a/>junk', '<a/>junk<!-- c -->', '<a></a>junk', '<a/>x>', '<a b="1>2"/>x'])(
+    'refuses text after the root element: %j',
+    (xml) => {
+      expect(thrown(() => readXml(xml))).toMatchObject({ code: 'ERR_XML_MALFORMED' });
+    },
+  );
+
+  it('takes blanks, comments and processing instructions around the root', () => {
+    expect(
+      readXml('<?xml version="1.0"?>\n<a b="1>2"/> <!-- c > d -->\n').attributes.get('b'),
+    ).toBe('1>2');
+  });
+
   it('reads XML nested as deep as libxml2 writes it (a long backing chain)', () => {
     const depth = 300;
     let xml = '<domain>';

@@ -316,6 +316,15 @@ export function readXml(xml: string): XmlElement {
   if (root === undefined || elements.length !== 1 || roots.some(isNonBlankText)) {
     throw new XmlError('ERR_XML_MALFORMED', 'XML must hold exactly one root element');
   }
+  // The parser drops text after a self-closing root (`<a/>junk`): after the last tag, comments
+  // and processing instructions aside, only blanks may follow. No attribute value holds a `<`,
+  // so the last `<` starts the last tag.
+  const bare = xml.replace(/<!--[\s\S]*?-->|<\?[\s\S]*?\?>/g, '');
+  const lastTag = /<(?:[^>"']|"[^"]*"|'[^']*')*>/y;
+  lastTag.lastIndex = bare.lastIndexOf('<');
+  if (lastTag.exec(bare) === null || bare.slice(lastTag.lastIndex).trim() !== '') {
+    throw new XmlError('ERR_XML_MALFORMED', 'not well-formed XML: text after the root element');
+  }
   return root;
 }
 
