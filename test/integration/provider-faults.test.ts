@@ -88,6 +88,55 @@ it('a pool too small for the image: quota_exceeded before anything is written', 
   }
 });
 
+it('two images that each fit the pool but not both: the second fill is refused before it downloads', async () => {
+  // A 40 MiB tmpfs and two 24 MiB images, filled by two creates at once. Each fill's precheck
+  // must see the space the other is taking: one create runs, the other is quota_exceeded and
+  // its image is never fetched.
+  // Where qemu's own user can open the winner's disks (the test's tmp dir is private).
+  const mnt = fs.mkdtempSync('/var/lib/libvirt/images/kvm2-two-fills-');
+  await run('mount', ['-t', 'tmpfs', '-o', 'size=40m,mode=0755', 'tmpfs', mnt]);
+  let testPool: TestPool | undefined;
+  const routes = ['/fill-a.raw', '/fill-b.raw'];
+  const names = [uniqueName('kvm2-fa'), uniqueName('kvm2-fb')];
+  for (const route of routes) images.serve(route, { data: crypto.randomBytes(24 << 20) });
+  try {
+    testPool = await dirPool('kvm2-two-fills', mnt);
+    const provider = new Provider(
+      parseConfig({
+        hosts: [{ ...testHost(sshd, net.name, { pool: testPool.name }), poolReserve: '1MiB' }],
+        images: {
+          a: { url: images.url(routes[0] ?? ''), format: 'raw' },
+          b: { url: images.url(routes[1] ?? ''), format: 'raw' },
+        },
+        defaults: { vcpus: 1, memoryMiB: 64, diskGiB: 1 },
+      }),
+    );
+    try {
+      const outcomes = await Promise.allSettled(
+        ['a', 'b'].map((image, i) =>
+          provider.create({ host: 'h1', name: names[i] ?? '', uid: newUid(), image }),
+        ),
+      );
+      const refused = outcomes.flatMap((o, i) =>
+        o.status === 'rejected' ? [{ i, err: o.reason as unknown }] : [],
+      );
+      expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
+      expect(refused).toHaveLength(1);
+      const loser = refused[0]?.i ?? -1;
+      expect(refused[0]?.err).toMatchObject({ code: 'ERR_POOL_FULL', kind: 'quota_exceeded' });
+      expect(images.stats(routes[loser] ?? '').gets).toBe(0); // sized by HEAD, never downloaded
+      expect(await domainExists(names[loser] ?? '')).toBe(false);
+    } finally {
+      for (const name of names) await provider.delete(`h1/${name}`).catch(() => undefined);
+      await provider.close();
+    }
+  } finally {
+    await testPool?.remove();
+    await run('umount', [mnt]).catch(() => undefined);
+    fs.rmSync(mnt, { recursive: true, force: true });
+  }
+}, 60_000);
+
 it('a cached image and no room left for the seed: quota_exceeded, no volume or domain made', async () => {
   // The image is filled first, with room to spare; then the pool's tmpfs is filled up to a
   // few KiB, less than any seed. The create finds the image cached (its space check is the

@@ -169,8 +169,26 @@ export async function fillBaseImageOnce(
 ): Promise<BaseImage> {
   const signal = opts.signal ?? new AbortController().signal;
   const entry = cacheEntry(ctx, host, imageName);
+  // One fill per host at a time (`pool:<host>`): the pool-space precheck of one image's fill
+  // must see the space another image's fill is taking. Then the base volume's own lock, which
+  // earlier releases take alone (keyed by the base: two image names with one digest share one
+  // base and one fill).
   return ctx.locks.withLock(
-    // Keyed by the base volume: two image names with one digest share one base and one fill.
+    `pool:${host}`,
+    (poolSignal) => fillLocked(ctx, host, imageName, entry, opts, poolSignal),
+    { signal },
+  );
+}
+
+async function fillLocked(
+  ctx: ProviderContext,
+  host: string,
+  imageName: string,
+  entry: CacheEntry,
+  opts: FillOptions,
+  signal: AbortSignal,
+): Promise<BaseImage> {
+  return ctx.locks.withLock(
     `image:${host}:${entry.baseName}`,
     async (lockSignal) => {
       const locked = await ctx.hosts.shared(host, { signal: lockSignal });
