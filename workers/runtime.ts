@@ -25,6 +25,7 @@ import { startEventWatchers, type EventWatchers } from './events/watchers.js';
 import { RedisLocks } from './locks/redis-locks.js';
 import { HostBreakers } from './run/host-breaker.js';
 import { JobRuns } from './run/cancellation.js';
+import { RedisLiveness } from './run/redis-liveness.js';
 import { WorkerMetrics } from './run/metrics.js';
 import { instanceOf, makeProcessor } from './runner.js';
 import { completingBackend } from './run/completion.js';
@@ -71,7 +72,10 @@ export interface WorkerRuntime {
   readonly queues: readonly string[];
   /** The hosts whose events this process publishes now (holds the watch lease of). */
   watching(): string[];
-  /** Redis reachable, every worker running (or paused: its host is away), not shutting down. */
+  /**
+   * Redis connected and answering, every worker running (or paused: its host is away), not
+   * shutting down.
+   */
   ready(): boolean;
   /**
    * Stops taking jobs and waits up to `worker.shutdownTimeout` for active ones; then cancels
@@ -228,6 +232,7 @@ async function start(
   const watchers: EventWatchers | undefined = config.events.watch
     ? startEventWatchers(env, hosts)
     : undefined;
+  const liveness = new RedisLiveness(redis);
   logger.info({ queues: served.map((s) => s.name), hosts }, 'worker started');
 
   let closing: Promise<void> | undefined;
@@ -239,6 +244,7 @@ async function start(
   });
   const close = async (force: boolean): Promise<void> => {
     shuttingDown = true;
+    liveness.close();
     breakers.close();
     // First, so another process takes the hosts' events over while this one drains its jobs.
     const watchersClosed = watchers?.close();
@@ -281,6 +287,7 @@ async function start(
     ready: () =>
       !shuttingDown &&
       redis.status === 'ready' &&
+      liveness.answering() &&
       workers.every((w) => w.isRunning() || w.isPaused()),
     close: (opts) => {
       if (opts?.force === true) forceNow();

@@ -144,13 +144,19 @@ export interface TcpProxy {
    * neither answers nor resets (hung, or a partition without RST), which cut() does not show.
    */
   stall(): void;
-  /** Lets bytes cross again (those sent while stalled are gone, as on a lossy link). */
+  /**
+   * Like stall(), but what is sent meanwhile is held and crosses at resume(): a server that
+   * hangs for a while (a long-running script, a paused VM) and then answers everything.
+   */
+  hold(): void;
+  /** Lets bytes cross again (sent while stalled: gone, as on a lossy link; while held: sent). */
   resume(): void;
 }
 
 /** A loopback TCP proxy to `127.0.0.1:targetPort`, for outages of a real server (Redis). */
 export async function tcpProxy(targetPort: number): Promise<TcpProxy> {
   let stalled = false;
+  let held: (() => void)[] | undefined;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const upstream = net.connect({ host: '127.0.0.1', port: targetPort });
@@ -159,12 +165,12 @@ export async function tcpProxy(targetPort: number): Promise<TcpProxy> {
       s.on('close', () => sockets.delete(s));
       s.on('error', () => undefined); // the other side goes with it
     }
-    client.on('data', (d: Buffer) => {
-      if (!stalled) upstream.write(d);
-    });
-    upstream.on('data', (d: Buffer) => {
-      if (!stalled) client.write(d);
-    });
+    const forward = (to: net.Socket) => (d: Buffer) => {
+      if (held !== undefined) held.push(() => to.write(d));
+      else if (!stalled) to.write(d);
+    };
+    client.on('data', forward(upstream));
+    upstream.on('data', forward(client));
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   });
@@ -180,8 +186,14 @@ export async function tcpProxy(targetPort: number): Promise<TcpProxy> {
     stall() {
       stalled = true;
     },
+    hold() {
+      held ??= [];
+    },
     resume() {
       stalled = false;
+      const sends = held ?? [];
+      held = undefined;
+      for (const send of sends) send();
     },
   };
 }

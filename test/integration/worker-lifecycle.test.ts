@@ -167,6 +167,27 @@ async function redisOn(port: number): Promise<{ close(): Promise<void> }> {
   };
 }
 
+describe('a Redis that stops answering without a reset', () => {
+  it('/readyz turns 503 while a PING goes unanswered, and 200 once Redis answers again', async () => {
+    const port = await freePort();
+    const proxy = await tcpProxy(redisPort());
+    const w = spawnKvm2Worker(writeConfig(`redis://127.0.0.1:${proxy.port}`, `127.0.0.1:${port}`));
+    await w.waitForLog((l) => l.msg === 'worker ready');
+    const readyz = (): Promise<number | string> => get(`http://127.0.0.1:${port}/readyz`);
+    expect(await readyz()).toBe(200);
+    // The connection stays open and ioredis stays `ready`: only the unanswered PING tells.
+    proxy.hold();
+    let status: number | string = 'not asked';
+    await waitUntil(async () => (status = await readyz()) === 503, 20_000, '/readyz 503', 250);
+    expect(w.logs.some((l) => l.msg === 'redis error')).toBe(false);
+    proxy.resume();
+    await waitUntil(async () => (status = await readyz()) === 200, 10_000, '/readyz 200', 250);
+    expect(status).toBe(200);
+    w.child.kill('SIGTERM');
+    expect((await w.exited).code).toBe(0);
+  }, 60_000);
+});
+
 describe('SIGTERM during a Redis outage', () => {
   it('the process exits on its own within shutdownTimeout + 5 s', async () => {
     const proxy = await tcpProxy(redisPort());
