@@ -104,9 +104,13 @@ export function createBoardQueues(
     readonly readOnly: boolean;
   },
 ): BoardQueues {
-  const queues = names.map(
-    (name) => new Queue(name, { connection: options.connection, prefix: options.prefix }),
-  );
+  const queues = names.map((name) => {
+    const queue = new Queue(name, { connection: options.connection, prefix: options.prefix });
+    // The connection's errors, which the board logs from the connection itself: unheard, BullMQ
+    // would print each one on stderr, once per queue.
+    queue.on('error', () => undefined);
+    return queue;
+  });
   return {
     adapters: queues.map(
       (queue) => new RedactingBullMQAdapter(queue, { readOnlyMode: options.readOnly }),

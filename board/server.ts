@@ -17,6 +17,7 @@ import {
   createWorkerConnection,
   redisEndpoint,
   redisTarget,
+  withoutCommandArgs,
 } from '../queues/redis.js';
 import type { Kvm2Config } from '../src/provider/config/schema.js';
 import { isLoopback, type ListenAddress } from '../src/provider/config/values.js';
@@ -65,7 +66,8 @@ function errorResponder(logger: Logger): ErrorRequestHandler {
   return (err: unknown, _req, res, _next) => {
     const status = (err as { status?: unknown }).status;
     const code = typeof status === 'number' && status >= 400 && status < 600 ? status : 500;
-    if (code >= 500) logger.error({ err }, 'board: request failed');
+    // A Redis error's command arguments (a password, job data) are not logged.
+    if (code >= 500) logger.error({ err: withoutCommandArgs(err) }, 'board: request failed');
     res.status(code).json({ error: code === 500 ? 'internal error' : 'bad request' });
   };
 }

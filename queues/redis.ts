@@ -115,7 +115,38 @@ function credentials(
   };
 }
 
+/**
+ * Drops the arguments of the command ioredis hangs on its errors (`err.command`): AUTH's
+ * password, a script's job data with its user-data. Such an error reaches logs (pino prints
+ * every field), stderr (BullMQ prints a queue's unheard errors) and callers (as a cause), so
+ * every error of our connections goes through this first; the command's name stays. Follows
+ * `cause` and a Cluster's `lastNodeError`.
+ */
+export function withoutCommandArgs<T>(err: T, depth = 0): T {
+  if (typeof err !== 'object' || err === null || depth > 4) return err;
+  const e = err as { command?: unknown; cause?: unknown; lastNodeError?: unknown };
+  if (typeof e.command === 'object' && e.command !== null && 'args' in e.command) {
+    const name = (e.command as { name?: unknown }).name;
+    e.command = typeof name === 'string' ? { name } : {};
+  }
+  withoutCommandArgs(e.cause, depth + 1);
+  withoutCommandArgs(e.lastNodeError, depth + 1);
+  return err;
+}
+
+/** Ahead of every other listener (BullMQ's, ours), so none of them sees the arguments. */
+function scrubbingErrors<C extends RedisConnection>(redis: C): C {
+  const scrub = (err: unknown): void => void withoutCommandArgs(err);
+  redis.prependListener('error', scrub);
+  if (redis instanceof Cluster) redis.prependListener('node error', scrub);
+  return redis;
+}
+
 function newRedis(target: RedisTarget, options: RedisOptions): RedisConnection {
+  return scrubbingErrors(newConnection(target, options));
+}
+
+function newConnection(target: RedisTarget, options: RedisOptions): RedisConnection {
   if (typeof target === 'string') return new Redis(target, options);
   if ('cluster' in target) return newCluster(target.cluster, options);
   const sentinel = target.sentinel;
@@ -261,8 +292,9 @@ export function duplicateConnection(
   redis: RedisConnection,
   options: Pick<RedisOptions, 'lazyConnect' | 'enableOfflineQueue'>,
 ): RedisConnection {
-  const copy =
-    redis instanceof Cluster ? redis.duplicate(undefined, options) : redis.duplicate(options);
+  const copy = scrubbingErrors(
+    redis instanceof Cluster ? redis.duplicate(undefined, options) : redis.duplicate(options),
+  );
   return bounded.has(redis) ? boundWaitingCommands(copy) : copy;
 }
 
@@ -314,7 +346,7 @@ function unavailable(target: RedisTarget, cause: unknown): Kvm2Error {
     : /^NOAUTH/.test(why)
       ? `${where} asks for a password and none is configured (${why})`
       : `${where} is unreachable: ${why}`;
-  return new Kvm2Error('ERR_REDIS_UNAVAILABLE', message, { cause });
+  return new Kvm2Error('ERR_REDIS_UNAVAILABLE', message, { cause: withoutCommandArgs(cause) });
 }
 
 // The first dial of each producer connection, while it is under way: calls made meanwhile (an
@@ -374,5 +406,5 @@ export function isRedisOffline(err: unknown): boolean {
 /** Maps a command's failure during an outage to ERR_REDIS_UNAVAILABLE; others pass through. */
 export function asRedisError(target: RedisTarget, err: unknown): unknown {
   if (err instanceof Kvm2Error) return err;
-  return isRedisOffline(err) ? unavailable(target, err) : err;
+  return isRedisOffline(err) ? unavailable(target, err) : withoutCommandArgs(err);
 }

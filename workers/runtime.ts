@@ -151,6 +151,9 @@ async function start(
     let queue = producerQueues.get(name);
     if (queue === undefined) {
       queue = new Queue(name, { connection: redis, prefix });
+      // The connection's errors, logged from the connection itself: unheard, BullMQ would
+      // print each one on stderr.
+      queue.on('error', () => undefined);
       producerQueues.set(name, queue);
     }
     return queue;

@@ -3,9 +3,11 @@
 // written byte for byte with node:http so the Host and Origin headers are what a browser sends.
 import { request } from 'node:http';
 import { cpuUsage } from 'node:process';
+import { Writable } from 'node:stream';
+import { inspect } from 'node:util';
 import { Queue, UnrecoverableError } from 'bullmq';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Kvm2Client } from '../../queues/client.js';
 import { hostQueueName } from '../../queues/names.js';
 import { USER_DATA_MAX_BYTES } from '../../src/provider/core/request.js';
@@ -249,4 +251,65 @@ describe('the cost of a poll', () => {
     const secret = await cpuPerPoll(pathOf('h1'), 10);
     expect(secret, `baseline ${baseline.toFixed(1)} ms`).toBeLessThan(baseline * 1.5 + 5);
   });
+});
+
+describe('a Redis that refuses the credentials', () => {
+  it("writes the password to neither the board's log nor stderr", async () => {
+    // ioredis hangs the AUTH command, password included, on its error; BullMQ prints the
+    // errors of a Queue that nobody listens to on stderr.
+    const password = `pw-${Math.random().toString(36).slice(2)}`;
+    const url = new URL(scope.url);
+    url.username = 'kvm2-no-such-user';
+    url.password = password;
+    let logged = '';
+    const logger = pino(
+      { level: 'debug' },
+      new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          logged += chunk.toString();
+          done();
+        },
+      }),
+    );
+    let printed = '';
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
+      printed += String(chunk);
+      return true;
+    });
+    const consoleError = vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => {
+      printed += args.map((a) => (typeof a === 'string' ? a : inspect(a, { depth: 10 }))).join(' ');
+    });
+    let refused: BoardServer | undefined;
+    try {
+      refused = await startBoard(
+        parseConfig({
+          hosts: [
+            {
+              name: 'h1',
+              uri: 'qemu+unix:///system?socket=/run/kvm2-absent/h1-sock',
+              network: 'default',
+            },
+          ],
+          redis: { url: url.href, prefix: scope.prefix },
+        }),
+        { logger, listen: { host: '127.0.0.1', port: 0 } },
+      );
+      const fleet = await send(refused.url, 'GET', '/fleet', {
+        host: hostOf(refused),
+        accept: 'text/html',
+      });
+      expect(fleet.status).toBe(500);
+      // Long enough for ioredis to try again and for BullMQ's queues to report it.
+      await new Promise((resolve) => setTimeout(resolve, 4_000));
+    } finally {
+      await refused?.close();
+      stderr.mockRestore();
+      consoleError.mockRestore();
+    }
+    expect(logged).toContain('WRONGPASS');
+    expect(logged).not.toContain(password);
+    expect(printed).not.toContain(password);
+    // Nor any of the errors themselves: the board logs them, as JSON lines.
+    expect(printed).not.toContain('WRONGPASS');
+  }, 30_000);
 });

@@ -1,5 +1,6 @@
 // The producer when Redis cannot be reached: how fast it gives up and what its error says.
 import net from 'node:net';
+import { inspect } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Kvm2Client } from '../../queues/client.js';
 import { Kvm2Error } from '../../src/errors/error.js';
@@ -53,5 +54,25 @@ describe('Redis unreachable', () => {
       code: 'ERR_REDIS_UNAVAILABLE',
     });
     expect(Date.now() - again).toBeLessThan(2_000);
+  });
+});
+
+describe('Redis refusing the credentials', () => {
+  it('the error, printed whole with its cause, carries no password', async () => {
+    // ioredis hangs the AUTH command, password included, on the error it rejects with.
+    const password = `pw-${Math.random().toString(36).slice(2)}`;
+    const url = new URL(scope.url);
+    url.username = 'kvm2-no-such-user';
+    url.password = password;
+    const refused = new Kvm2Client({ redisUrl: url.href, prefix: scope.prefix });
+    try {
+      const err = await refused.delete('h1/web-1').catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'ERR_REDIS_UNAVAILABLE' });
+      expect((err as Error).message).toMatch(/refused the credentials/);
+      expect(inspect(err, { depth: 10 })).not.toContain(password);
+      expect(JSON.stringify(err)).not.toContain(password);
+    } finally {
+      await refused.close();
+    }
   });
 });
