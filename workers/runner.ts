@@ -13,7 +13,13 @@ import { hostOfQueue } from '../queues/names.js';
 import { currentTraceContext } from '../queues/client.js';
 import { Kvm2Error } from '../src/errors/error.js';
 import { formatInstanceId } from '../src/provider/core/ids.js';
-import { validateJob, type JobName } from '../queues/registry.js';
+import {
+  JOB_NAMES,
+  traceContextSchema,
+  validateJob,
+  type JobName,
+  type TraceContext,
+} from '../queues/registry.js';
 import {
   appendRunResult,
   finalOfAttempt,
@@ -33,6 +39,26 @@ import { busyDelay, delay, type ResultFields, type Step } from './run/outcome.js
 
 /** What a completed job returns (Bull Board shows it): the result, never request data. */
 export type JobReturn = JobResult;
+
+/**
+ * The trace context the producer put in the job's data, when it is well formed: what a result
+ * carries when this process runs no OTel SDK (then no span of its own has a context to give).
+ */
+export function producerTraceContext(data: unknown): TraceContext | undefined {
+  const parsed = traceContextSchema.safeParse(
+    (data as { traceContext?: unknown } | null)?.traceContext,
+  );
+  return parsed.success ? parsed.data : undefined;
+}
+
+/**
+ * The job's name as metrics, spans and log lines carry it: one of the job names, else
+ * `unknown` (anyone can add a job of any name to a queue; each name would be a series of its
+ * own for the process's life). The validation's message names what it was.
+ */
+export function opLabel(name: string): string {
+  return (JOB_NAMES as readonly string[]).includes(name) ? name : 'unknown';
+}
 
 function producerContext(data: unknown): typeof ROOT_CONTEXT {
   const carrier = (data as { traceContext?: unknown } | null)?.traceContext;
@@ -75,7 +101,7 @@ export function makeProcessor(env: WorkerServices, queue: string): Processor<unk
     // A delayed run leaves the queue's active set (freeing its global slot) at moveToDelayed,
     // before the processor returns: its end is taken there.
     const run: RunTimes = { endedAt: undefined };
-    const op = job.name;
+    const op = opLabel(job.name);
     const instance = instanceOf(job.data);
     const attributes = {
       'kvm2.queue': queue,
@@ -156,12 +182,12 @@ async function runJob(
       timestamp: Date.now(),
       ...fields,
       instanceId: fields.instanceId ?? instanceOf(job.data),
-      traceContext: currentTraceContext(),
+      traceContext: currentTraceContext() ?? producerTraceContext(job.data),
     };
     if (completes)
       endWithCompletion(job, resultEnding(env.prefix, result, jobKey, lease?.detach()));
     else await appendRunResult(env.redis, env.prefix, result, jobKey, lease?.detach(), token);
-    env.metrics.outcome(queue, job.name, outcome, (performance.now() - started) / 1000);
+    env.metrics.outcome(queue, opLabel(job.name), outcome, (performance.now() - started) / 1000);
     span.setAttribute('kvm2.outcome', outcome);
     return result;
   };

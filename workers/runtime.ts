@@ -27,7 +27,7 @@ import { HostBreakers } from './run/host-breaker.js';
 import { JobRuns } from './run/cancellation.js';
 import { RedisLiveness } from './run/redis-liveness.js';
 import { WorkerMetrics } from './run/metrics.js';
-import { instanceOf, makeProcessor } from './runner.js';
+import { instanceOf, makeProcessor, opLabel, producerTraceContext } from './runner.js';
 import { completingBackend } from './run/completion.js';
 import { DroppableWorker, dropConnection } from './droppable-worker.js';
 
@@ -225,7 +225,7 @@ async function start(
       logger.warn({ queue: name, err: err.message }, 'worker error');
     });
     worker.on('failed', (job, err) => {
-      if (job !== undefined) reportStalledOut(redis, prefix, logger, job, err);
+      if (job !== undefined) reportStalledOut(redis, prefix, logger, metrics, job, err);
     });
     if (host !== undefined) hostWorkers.set(host, worker);
     workers.push(worker);
@@ -318,10 +318,13 @@ function reportStalledOut(
   redis: RedisConnection,
   prefix: string,
   logger: Logger,
+  metrics: WorkerMetrics,
   job: Job,
   err: Error,
 ): void {
   if (!STALLED_OUT.test(err.message)) return;
+  // Counted with every failed attempt; no duration: no run of it ended in this process.
+  metrics.outcome(job.queueName, opLabel(job.name), 'failed');
   const jobId = job.id ?? '';
   const result = {
     jobId,
@@ -332,6 +335,7 @@ function reportStalledOut(
     instanceId: instanceOf(job.data),
     errorKind: 'transient',
     errorCode: 'ERR_JOB_STALLED',
+    traceContext: producerTraceContext(job.data),
     message: `its worker stopped ${job.stalledCounter} times while running it (killed, or blocked longer than worker.stalledAfter)`,
   } as const;
   appendRunResult(redis, prefix, result, `${prefix}:${job.queueName}:${jobId}`).catch(

@@ -63,9 +63,16 @@ async function startRuntime(): Promise<void> {
   );
 }
 
+/** The producer's trace context, as a client under an OTel SDK puts it in the job's data. */
+const TRACE_CONTEXT = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' };
+
 /** A `get` whose workers died under its first attempt 4 times: BullMQ fails it when taken. */
 async function stalledOutJob(): Promise<Job> {
-  const job = await queue.add('get', { id: 'hv1/nope' }, { attempts: 3 });
+  const job = await queue.add(
+    'get',
+    { id: 'hv1/nope', traceContext: TRACE_CONTEXT },
+    { attempts: 3 },
+  );
   await scope.redis.hset(`${scope.prefix}:${queue.name}:${job.id ?? ''}`, {
     defa: 'job stalled more than allowable limit',
     stc: '4',
@@ -99,7 +106,13 @@ describe('a job BullMQ fails for stalling too often', () => {
       errorCode: 'ERR_JOB_STALLED',
       errorKind: 'transient',
       attempt: job.attemptsMade,
+      // This process runs no OTel SDK: the producer's own context is what the result carries.
+      traceContext: TRACE_CONTEXT,
     });
+    // Counted as every failed attempt is (docs/operations.md: what operators watch).
+    expect(runtime?.metrics.render()).toContain(
+      'kvm2_jobs_total{queue="host.hv1",op="get",outcome="failed"} 1\n',
+    );
   });
 
   it("keeps the final result its attempt's last run wrote before it died: no second one", async () => {
@@ -126,5 +139,28 @@ describe('a job BullMQ fails for stalling too often', () => {
     );
     const results = await resultsOfJob(scope.redis, scope.prefix, id);
     expect(results.map((r) => [r.outcome, r.attempt])).toEqual([['succeeded', 1]]);
+  });
+});
+
+describe('what a run reports, without an OTel SDK in the worker', () => {
+  it("a result carries the producer's trace context; an unknown job name is no metric label", async () => {
+    await startRuntime();
+    const bad = await queue.add('get', { id: 'hv1/Not A Name', traceContext: TRACE_CONTEXT });
+    const unknownName = `no-such-op-${Math.random().toString(36).slice(2)}`;
+    const unknown = await queue.add(unknownName, {});
+    for (const job of [bad, unknown]) await failedJob(job.id ?? '');
+    await waitUntil(
+      async () => (await resultsOfJob(scope.redis, scope.prefix, unknown.id ?? '')).length > 0,
+      10_000,
+      'the results',
+    );
+    const [result] = await resultsOfJob(scope.redis, scope.prefix, bad.id ?? '');
+    expect(result).toMatchObject({ errorCode: 'ERR_INVALID_JOB', traceContext: TRACE_CONTEXT });
+    // Any name anyone adds to a queue would be a series of its own, kept for the process's life.
+    const metrics = runtime?.metrics.render() ?? '';
+    expect(metrics).not.toContain(unknownName);
+    expect(metrics).toContain(
+      'kvm2_jobs_total{queue="host.hv1",op="unknown",outcome="failed"} 1\n',
+    );
   });
 });

@@ -72,9 +72,13 @@ export class WorkerMetrics {
   readonly #watching = new Series<number>(['host'], () => 0);
   readonly #away = new Series<number>(['host'], () => 0);
 
-  /** One attempt's outcome (succeeded, failed, retrying, superseded). */
-  outcome(queue: string, op: string, outcome: string, seconds: number): void {
+  /**
+   * One attempt's outcome (succeeded, failed, retrying, superseded), and how long its run took
+   * when a run of it ended here (a job BullMQ fails for stalling is counted without one).
+   */
+  outcome(queue: string, op: string, outcome: string, seconds?: number): void {
     this.#jobs.at(queue, op, outcome).value += 1;
+    if (seconds === undefined) return;
     const h = this.#durations.at(op).value;
     h.sum += seconds;
     h.count += 1;
