@@ -314,6 +314,7 @@ export function imageCacheRig(): ImageCacheRig {
       addImage('nolength', randomBytes(700 * 1024 + 17), { sha256: null });
       addImage('junkmarker', randomBytes(300 * 1024));
       addImage('nomarker', randomBytes(300 * 1024));
+      addImage('debrisfirst', randomBytes(300 * 1024));
       addImage('twice', randomBytes(2 * MiB));
       addImage('notqcow2', randomBytes(256 * 1024), { format: 'qcow2', sha256: null });
       serve('missing', { status: 404 });

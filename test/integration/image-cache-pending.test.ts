@@ -60,6 +60,22 @@ describe('debris', () => {
     expect(await sha256File(base.path)).toBe(served('nomarker').sha256);
     expect(await poolVolumes()).toContain(markerVolumeName(image));
   });
+
+  it("is removed before the pool-space precheck: a dead fill's space counts as free", async () => {
+    // A fill cut short (a worker killed, a daemon restarted) leaves a base of many GiB: counted
+    // as used, it would refuse every later create of the image with ERR_POOL_FULL, for good.
+    const image = configOf('imgtest-debrisfirst');
+    await makeVolume(baseVolumeName(image), randomBytes(4096));
+    let seen: string[] = [];
+    const base = await ensureBaseImage(provider(), HOST, 'imgtest-debrisfirst', {
+      beforeFill: async () => {
+        seen = await poolVolumes();
+      },
+    });
+    expect(seen).not.toContain(baseVolumeName(image));
+    expect(seen.length).toBeGreaterThan(0);
+    expect(await sha256File(base.path)).toBe(served('debrisfirst').sha256);
+  });
 });
 
 describe("the size a fill's precheck is given", () => {

@@ -199,7 +199,8 @@ async function fillLocked(
       // Whoever held the lock before may have filled it.
       const again = await lookup(locked, pool, entry, lockSignal);
       if (again.cached) return describeBase(locked, again.base, entry, again.sha256, lockSignal);
-      await opts.beforeFill?.(await probeBytes(ctx, host, entry, lockSignal), lockSignal);
+      // Before the pool-space precheck: a dead fill's base counted as used would refuse every
+      // create of the image on this host for good (libvirt gives the space back as it deletes).
       for (const vol of again.debris) {
         ctx.logger.warn(
           { host, image: imageName, volume: vol.name },
@@ -207,6 +208,7 @@ async function fillLocked(
         );
         await deleteVolume(locked, vol, lockSignal);
       }
+      await opts.beforeFill?.(await probeBytes(ctx, host, entry, lockSignal), lockSignal);
       return fillBaseImage(ctx, entry, pool, lockSignal, opts.onBytes);
     },
     { signal },
