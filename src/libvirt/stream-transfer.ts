@@ -185,6 +185,19 @@ export async function uploadStream<A>(
   const undo = abandonOnAbort(channel, sink, 'upload', proc.name, options?.signal);
   const stall = watchStall(channel, sink, 'upload', proc.name, options?.stallMs);
   const link = channel.link;
+  const chunks = iterate(source);
+  // Rejects the wait for the source's next chunk when the stream fails meanwhile. Not
+  // Promise.race with one long-lived promise: each race would leave a reaction on it, one per
+  // chunk for the upload's whole length.
+  let interrupt: ((err: Error) => void) | undefined;
+  const onFail = (err: Error): void => interrupt?.(err);
+  sink.onFail(onFail);
+  const nextChunk = (): Promise<IteratorResult<Uint8Array>> =>
+    new Promise((resolve, reject) => {
+      interrupt = reject;
+      Promise.resolve(chunks.next()).then(resolve, reject);
+    });
+  let sourceDone = false;
   try {
     const header = streamHeader(proc, serial, MessageStatus.CONTINUE);
     const packets = new UploadPacketizer(header, (frames, written) => {
@@ -202,7 +215,14 @@ export async function uploadStream<A>(
       if (link.writableLength === 0) written();
     });
     let sinceTurn = 0;
-    for await (const chunk of source) {
+    for (;;) {
+      sink.throwIfFailed();
+      // A daemon that refuses the stream (a full pool) while the source waits (a quiet image
+      // server) is heard now, not at the source's next chunk or its timeout minutes later.
+      const next = await nextChunk();
+      interrupt = undefined;
+      if (next.done === true) break;
+      const chunk = next.value;
       sink.throwIfFailed();
       packets.push(chunk);
       sinceTurn += chunk.length;
@@ -217,11 +237,18 @@ export async function uploadStream<A>(
         sinceTurn = 0;
       }
     }
+    sourceDone = true;
     packets.flush();
     sink.throwIfFailed();
     channel.write(encodePrefix({ ...header, status: MessageStatus.OK }, 0));
     await stall.on(sink.finished);
   } catch (err) {
+    // The stream's own failure first, taken before the link is closed below (which fails the
+    // sink too): a source that failed after it (its body cut as the link went) is not the cause.
+    const cause = sink.error ?? err;
+    // Told to stop (an HTTP body released), not awaited: a source waiting in next() ends that
+    // wait first. for-await did this; a source that threw is done already.
+    if (!sourceDone) void Promise.resolve(chunks.return?.()).catch(() => undefined);
     // The source failed (or we did, or the daemon sent data) with the daemon's stream still
     // open: without a finish the daemon would keep the volume busy until the link closed.
     // Closing it is the abort. A failure the daemon reported has already closed its side.
@@ -232,12 +259,22 @@ export async function uploadStream<A>(
         }),
       );
     }
-    throw err;
+    throw cause;
   } finally {
+    sink.offFail(onFail);
     stall.stop();
     undo();
     channel.forget(serial);
   }
+}
+
+/** One iterator over either kind of source. */
+function iterate(
+  source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+): AsyncIterator<Uint8Array> | Iterator<Uint8Array> {
+  return Symbol.asyncIterator in source
+    ? source[Symbol.asyncIterator]()
+    : source[Symbol.iterator]();
 }
 
 /**

@@ -127,6 +127,11 @@ export class UploadSink implements StreamSink {
   throwIfFailed(): void {
     if (this.failure !== undefined) throw this.failure;
   }
+
+  /** Why the stream failed (the daemon's refusal, a stall, an abort); undefined while it has not. */
+  get error(): Error | undefined {
+    return this.failure;
+  }
 }
 
 /** Download side: a bounded queue between the socket and the consumer. */

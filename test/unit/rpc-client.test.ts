@@ -7,7 +7,12 @@ import { Duplex } from 'node:stream';
 import { expect, it } from 'vitest';
 import type { LibvirtConnection } from '../../src/libvirt/connection.js';
 import { subscribeLifecycle } from '../../src/libvirt/domain-events.js';
-import { CallAbortedError, LinkInterruptedError, ProtocolError } from '../../src/libvirt/errors.js';
+import {
+  CallAbortedError,
+  LibvirtError,
+  LinkInterruptedError,
+  ProtocolError,
+} from '../../src/libvirt/errors.js';
 import {
   FrameDecoder,
   PREFIX_SIZE,
@@ -23,9 +28,11 @@ import {
   REMOTE_PROGRAM,
   StorageVolDownload,
   StorageVolUpload,
+  encodeRemoteError,
 } from '../../src/libvirt/protocol.gen.js';
 import { RpcClient } from '../../src/libvirt/rpc-client.js';
 import { duplexPair } from '../fakes/duplex-pair.js';
+import { bytesOf } from '../harness/protocol-fixtures.js';
 
 /** Records the calls the client sends; answers them when told. */
 function fakeDaemon(daemon: Duplex): {
@@ -123,6 +130,50 @@ it('an upload whose source throws closes the link and rejects with the source er
   daemon.reply(daemon.calls[0]!, Buffer.alloc(0)); // the call's reply: the stream is open
   await expect(upload).rejects.toThrow('image server went away');
   expect(client.isDown).toBe(true);
+});
+
+it("an upload whose daemon fails the stream while the source waits rejects at once with the daemon's error", async () => {
+  const [ours, theirs] = duplexPair();
+  const daemon = fakeDaemon(theirs);
+  const client = new RpcClient(ours, { host: 'fake' });
+  async function* stalling(): AsyncGenerator<Buffer> {
+    yield Buffer.alloc(1000);
+    // An image server that goes quiet: its body times out long after the pool is full.
+    await new Promise((r) => setTimeout(r, 3_000));
+    throw new Error('Body Timeout Error');
+  }
+  const vol = { pool: 'default', name: 'v', key: 'k' };
+  const upload = client.upload(
+    StorageVolUpload,
+    { vol, offset: 0n, length: 0n, flags: 0 },
+    stalling(),
+  );
+  upload.catch(() => undefined);
+  await new Promise((r) => setImmediate(r));
+  const call = daemon.calls[0]!;
+  daemon.reply(call, Buffer.alloc(0)); // the call's reply: the stream is open
+  await new Promise((r) => setTimeout(r, 50));
+  // The daemon's STREAM/ERROR: the pool's disk is full (VIR_ERR_OPERATION_FAILED, ENOSPC).
+  const refusal = bytesOf(encodeRemoteError, {
+    code: 38,
+    domain: 18,
+    message: 'operation failed: unable to write: No space left on device',
+    level: 2,
+    dom: null,
+    str1: null,
+    str2: null,
+    str3: null,
+    int1: 28,
+    int2: -1,
+    net: null,
+  });
+  streamFrom(theirs, call)(1, refusal);
+  const started = Date.now();
+  const err = await upload.catch((e: unknown) => e);
+  expect(Date.now() - started).toBeLessThan(1_000);
+  expect(err).toBeInstanceOf(LibvirtError);
+  expect((err as LibvirtError).libvirtCode).toBe(38);
+  expect((err as Error).message).toMatch(/No space left on device/);
 });
 
 /** The daemon's STREAM packets (type 3) of `call`'s stream: status 2 is CONTINUE. */
