@@ -52,5 +52,7 @@ export function redactUrl(text: string): string {
   }
   const search = secretUser ? hideQueryValues(url.search) : url.search;
   const authority = url.host === '' && !text.includes('//') ? '' : `//${userinfo}${url.host}`;
-  return `${url.protocol}${authority}${url.pathname}${search}${url.hash}`;
+  // A fragment is never sent, but a password's unencoded '#' makes the rest of the URL one.
+  const hash = url.hash === '' ? '' : `#${HIDDEN}`;
+  return `${url.protocol}${authority}${url.pathname}${search}${hash}`;
 }

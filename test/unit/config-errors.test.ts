@@ -125,6 +125,37 @@ describe('errors name their path', () => {
       'kvm2.images.deb.url: must be an http:// or https:// URL, a file:/// URL or an absolute path, got "images/deb.qcow2"',
     ],
     [
+      'an image URL whose password has a bare %',
+      withHost({ images: { deb: { url: 'https://alice:p%zz@images.example/x.qcow2' } } }),
+      'kvm2.images.deb.url: its user name or password is not percent-encoded (a % is written %25)',
+    ],
+    [
+      'a redis URL whose path is no database number',
+      withHost({ redis: { url: 'redis://r:6379/abc' } }),
+      'kvm2.redis.url: its path must be a database number (redis://host:6379/2), got "/abc"',
+    ],
+    [
+      'a redis URL with a negative database',
+      withHost({ redis: { url: 'redis://r:6379/-1' } }),
+      'kvm2.redis.url: its path must be a database number (redis://host:6379/2), got "/-1"',
+    ],
+    [
+      'a redis URL with options in its query',
+      withHost({ redis: { url: 'redis://r:6379/?db=99&keyPrefix=x' } }),
+      "kvm2.redis.url: takes no query parameter but 'family' (the database is its path), got 'db', 'keyPrefix'",
+    ],
+    [
+      // redis://kvm2:4242 with the fragment #Tr0ub4dor@…: the password's '#' was not encoded.
+      'a redis URL with a fragment',
+      withHost({ redis: { url: 'redis://kvm2:4242#Tr0ub4dor@redis.internal:6379' } }),
+      "kvm2.redis.url: has a fragment ('#'): a password holding # / ? @ or % must be percent-encoded",
+    ],
+    [
+      'a redis URL whose password has a bare %',
+      withHost({ redis: { url: 'redis://:p%zz@r:6379' } }),
+      'kvm2.redis.url: its user name or password is not percent-encoded (a % is written %25)',
+    ],
+    [
       'both redis.url and redis.sentinel',
       withHost({
         redis: { url: 'redis://r:6379', sentinel: { name: 'm', nodes: ['10.0.0.5:26379'] } },

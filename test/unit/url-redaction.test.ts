@@ -119,7 +119,9 @@ describe('redactUrl', () => {
     ['redis://:p@127.0.0.1:6379/2', 'redis://:***@127.0.0.1:6379/2'],
     ['qemu+ssh://kvm2@h1/system?keyfile=/k', 'qemu+ssh://kvm2@h1/system?keyfile=/k'],
     ['qemu:///system', 'qemu:///system'],
-    ['https://h/a#frag', 'https://h/a#frag'],
+    ['https://h/a#frag', 'https://h/a#***'],
+    // An unencoded '#' in a password: the rest of the URL, password included, is the fragment.
+    ['redis://kvm2:4242#Tr0ub4dor@redis.internal:6379', 'redis://kvm2:4242#***'],
     ['no url here', 'no url here'],
     ['htt p://u:p@h', '***'],
   ])('%s -> %s', (url, shown) => {

@@ -138,6 +138,19 @@ const hosts = z
     });
   });
 
+/** A URL's user name and password decode (each `%` starts an escape), as ioredis and fetch need. */
+function userinfoDecodes(url: URL): boolean {
+  try {
+    decodeURIComponent(url.username);
+    decodeURIComponent(url.password);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const USERINFO_ENCODING = 'its user name or password is not percent-encoded (a % is written %25)';
+
 /**
  * Where an image comes from: an http(s):// URL, or a local file on the worker's machine as a
  * `file:///path` URL or an absolute path, which comes out as its file URL (one cache key for
@@ -180,6 +193,9 @@ const imageUrl = z
         code: 'custom',
         message: `must be an http:// or https:// URL, a file:/// URL or an absolute path, got ${JSON.stringify(redactUrl(value))}`,
       });
+    } else if (!userinfoDecodes(url)) {
+      // Sent as a Basic Authorization header, decoded: a bare % would fail every fill.
+      ctx.addIssue({ code: 'custom', message: USERINFO_ENCODING });
     }
   })
   .transform((value) => {
@@ -366,15 +382,42 @@ const HASH_TAG = /^[^{]*\{[^}]+\}/;
 
 const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
+/**
+ * What ioredis would take otherwise: a path that is no database number (it SELECTs NaN and the
+ * process dies, or a database the server lacks, and stays on db 0), query parameters (each an
+ * option of the connection: `commandTimeout` would break BullMQ's blocking reads), a fragment
+ * (a password's unencoded `#`). The URL may hold a password: messages never echo it.
+ */
+function redisUrlProblems(value: string, ctx: z.RefinementCtx): void {
+  const url = URL.parse(value);
+  if (url === null || !/^rediss?:$/.test(url.protocol) || url.hostname === '') {
+    ctx.addIssue({ code: 'custom', message: 'must be a redis:// or rediss:// URL with a host' });
+    return;
+  }
+  const problems: string[] = [];
+  if (value.includes('#')) {
+    problems.push("has a fragment ('#'): a password holding # / ? @ or % must be percent-encoded");
+  } else {
+    if (!userinfoDecodes(url)) problems.push(USERINFO_ENCODING);
+    if (!/^(\/(0|[1-9]\d{0,8})?)?$/.test(url.pathname)) {
+      problems.push(
+        `its path must be a database number (redis://host:6379/2), got ${JSON.stringify(url.pathname)}`,
+      );
+    }
+    const options = [...new Set(url.searchParams.keys())].filter((k) => k !== 'family');
+    if (options.length > 0) {
+      problems.push(
+        `takes no query parameter but 'family' (the database is its path), got ${options.map((k) => `'${k}'`).join(', ')}`,
+      );
+    }
+  }
+  for (const message of problems) ctx.addIssue({ code: 'custom', message });
+}
+
 const redis = z
   .strictObject({
     // The URL may hold a password: messages never echo it.
-    url: z
-      .string()
-      .refine((value) => /^rediss?:\/\//.test(value) && (URL.parse(value)?.hostname ?? '') !== '', {
-        message: 'must be a redis:// or rediss:// URL with a host',
-      })
-      .optional(),
+    url: z.string().superRefine(redisUrlProblems).optional(),
     sentinel: sentinel.optional(),
     cluster: cluster.optional(),
     // Hash-tagged so every kvm2 key lands in one Redis Cluster slot (BullMQ needs that).
