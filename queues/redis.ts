@@ -134,9 +134,35 @@ export function withoutCommandArgs<T>(err: T, depth = 0): T {
   return err;
 }
 
+/**
+ * The SELECT a server refused (a database it does not have), by connection: ioredis only emits
+ * it and goes on, on database 0, where another deployment's queues may be.
+ */
+const refusedDatabase = new WeakMap<RedisConnection, Error>();
+
+function databaseRefusal(redis: RedisConnection, target: RedisTarget): Kvm2Error | undefined {
+  const refusal = refusedDatabase.get(redis);
+  if (refusal === undefined) return undefined;
+  return new Kvm2Error(
+    'ERR_CONFIG',
+    `redis at ${redisEndpoint(target)} refused the configured database (${refusal.message}): kvm2 will not go on with database 0`,
+  );
+}
+
+/** ERR_CONFIG when the server refused the configured database; call once connected. */
+export function checkDatabase(redis: RedisConnection, target: RedisTarget): void {
+  const refused = databaseRefusal(redis, target);
+  if (refused !== undefined) throw refused;
+}
+
 /** Ahead of every other listener (BullMQ's, ours), so none of them sees the arguments. */
 function scrubbingErrors<C extends RedisConnection>(redis: C): C {
-  const scrub = (err: unknown): void => void withoutCommandArgs(err);
+  const scrub = (err: unknown): void => {
+    withoutCommandArgs(err);
+    if ((err as { command?: { name?: unknown } } | null)?.command?.name === 'select') {
+      refusedDatabase.set(redis, err as Error);
+    }
+  };
   redis.prependListener('error', scrub);
   if (redis instanceof Cluster) redis.prependListener('node error', scrub);
   return redis;
@@ -362,6 +388,8 @@ const dialling = new WeakMap<RedisConnection, Promise<void>>();
  * events do.
  */
 export function connectProducer(redis: RedisConnection, target: RedisTarget): Promise<void> {
+  const refused = databaseRefusal(redis, target);
+  if (refused !== undefined) return Promise.reject(refused);
   if (redis.status === 'ready') return Promise.resolve();
   const pending = dialling.get(redis);
   if (pending !== undefined) return pending;
@@ -377,6 +405,9 @@ export function connectProducer(redis: RedisConnection, target: RedisTarget): Pr
     () => {
       redis.off('error', onError);
       dialling.delete(redis);
+      // The SELECT's refusal came before the ready check's reply: known by now.
+      if (refusedDatabase.has(redis)) redis.disconnect();
+      checkDatabase(redis, target);
     },
     (err: unknown) => {
       redis.off('error', onError);

@@ -11,6 +11,7 @@ import { pruneHealth } from '../queues/health.js';
 import { RETENTION } from '../queues/job-options.js';
 import { GC_QUEUE, HEALTH_QUEUE, hostQueueName } from '../queues/names.js';
 import {
+  checkDatabase,
   createWorkerConnection,
   redisEndpoint,
   redisTarget,
@@ -140,6 +141,7 @@ async function start(
   const { logger, signal } = options;
   const prefix = config.redis.prefix;
   await redis.ping();
+  checkDatabase(redis, redisTarget(config.redis));
   await warnUnlessNoEviction(redis, logger);
 
   const tracer = options.tracer ?? trace.getTracer('kvm2');

@@ -76,3 +76,24 @@ describe('Redis refusing the credentials', () => {
     }
   });
 });
+
+describe('a database the server does not have', () => {
+  it('is refused with ERR_CONFIG, every call, and nothing lands in database 0', async () => {
+    // ioredis emits the SELECT's refusal and goes on, on database 0.
+    const databases = Number(((await scope.redis.config('GET', 'databases')) as string[])[1]);
+    const url = new URL(scope.url);
+    url.pathname = `/${databases}`;
+    const client = new Kvm2Client({ redisUrl: url.href, prefix: scope.prefix });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const err = await client.create(request('web-db')).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(Kvm2Error);
+        expect(err).toMatchObject({ code: 'ERR_CONFIG', kind: 'permanent' });
+        expect((err as Error).message).toMatch(/refused the configured database \(ERR DB index/);
+      }
+      expect(await scope.redis.keys(`${scope.prefix}*`)).toEqual([]);
+    } finally {
+      await client.close();
+    }
+  });
+});

@@ -30,6 +30,7 @@ interface Spawned {
   readonly child: ChildProcess;
   readonly logs: LogLine[];
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
+  stderr(): string;
   waitForLog(match: (l: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
 }
 
@@ -107,7 +108,7 @@ function spawnLogged(args: readonly string[], env: Record<string, string> = {}):
     }
     return logs.find(match) as LogLine;
   };
-  return { child, logs, exited, waitForLog };
+  return { child, logs, exited, waitForLog, stderr: () => stderr };
 }
 
 /**
@@ -166,6 +167,21 @@ async function redisOn(port: number): Promise<{ close(): Promise<void> }> {
     },
   };
 }
+
+describe('a database the Redis server does not have', () => {
+  it('the worker does not start: exit 1, the refusal named, nothing written to database 0', async () => {
+    const databases = Number(((await scope.redis.config('GET', 'databases')) as string[])[1]);
+    const url = new URL(scope.url);
+    url.pathname = `/${databases}`;
+    const w = spawnKvm2Worker(writeConfig(url.href));
+    const exit = await Promise.race([w.exited, sleep(30_000)]);
+    expect(exit, 'still running').toBeDefined();
+    expect(exit?.code).toBe(1);
+    expect(w.stderr()).toMatch(/refused the configured database \(ERR DB index/);
+    expect(w.logs.some((l) => l.msg === 'worker ready')).toBe(false);
+    expect(await scope.redis.keys(`${scope.prefix}*`)).toEqual([]);
+  }, 60_000);
+});
 
 describe('a Redis that stops answering without a reset', () => {
   it('/readyz turns 503 while a PING goes unanswered, and 200 once Redis answers again', async () => {
