@@ -21,6 +21,9 @@ ENV NODE_ENV=production \
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules node_modules
 COPY --from=build /app/dist dist
+# `kvm2 …` in the container (docker-compose exec worker kvm2 check), as the runbook writes it.
+RUN chmod +x dist/cli/main.js && ln -s /app/dist/cli/main.js /usr/local/bin/kvm2
+# Runs as the owner of the mounted config and keys (docker-compose.yml's user:); node otherwise.
 USER node
 EXPOSE 3000 9464
 ENTRYPOINT ["node", "dist/cli/main.js"]

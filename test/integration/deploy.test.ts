@@ -27,6 +27,26 @@ describe('docker-compose.yml', () => {
     expect(redis).toContain('--maxmemory-policy noeviction');
   });
 
+  it('each service comes back on its own, and the mounted files are read as their owner', async () => {
+    const { stdout } = await run('docker-compose', ['-f', 'docker-compose.yml', 'config'], {
+      cwd: ROOT,
+      env: { ...process.env, KVM2_UID: '1234', KVM2_GID: '5678' },
+    });
+    type Service = { restart?: string; user?: string; ports?: unknown[]; healthcheck?: unknown };
+    const { services } = YAML.parse(stdout) as { services: Record<string, Service> };
+    for (const name of ['redis', 'worker', 'board']) {
+      // After a crash, a reboot or a Docker restart: nothing came back, Redis included.
+      expect(services[name]?.restart, name).toBe('unless-stopped');
+    }
+    // The config (passwords) and the SSH key are mounted as they are on the host, 0600 and
+    // owned by the operator: the container must run as that owner to read them.
+    expect(services['worker']?.user).toBe('1234:5678');
+    expect(services['board']?.user).toBe('1234:5678');
+    // The services reach Redis as redis:6379; a host port would collide with a Redis there.
+    expect(services['redis']?.ports).toBeUndefined();
+    expect(services['board']?.healthcheck).toBeDefined();
+  });
+
   it('the example configuration it mounts validates', async () => {
     const config = await loadConfig({ file: `${ROOT}/deploy/config.example.yaml`, env: {} });
     expect(config.redis.url).toBe('redis://redis:6379');
