@@ -4,6 +4,7 @@
 // left in the pool; a Content-Length over the cap is refused before any volume is made.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Kvm2Error } from '../../src/errors/error.js';
 import { parseConfig } from '../../src/provider/config/load.js';
 import { createContext, type ProviderContext } from '../../src/provider/core/host-context.js';
 import { baseVolumeName, markerVolumeName } from '../../src/provider/image/base-image.js';
@@ -103,6 +104,24 @@ describe('the bytes a fill may write', () => {
     expect(err.message).toContain(`says it has ${BODY.length} bytes`);
     expect(await poolVolumes()).toEqual(before);
     expect(server.stats(`/${run}/said`).bytesSent).toBeLessThan(BODY.length);
+  }, 60_000);
+
+  it('an image over maxSize is refused as such even when the pool is short of space too', async () => {
+    // Permanent whatever the pool holds: ERR_POOL_FULL (quota_exceeded) would say that freeing
+    // space helps. The create's pool-space precheck is not asked.
+    const ctx = providerWith('1MiB');
+    let asked = false;
+    const err = await failure(
+      ensureBaseImage(ctx, HOST, 'said', {
+        beforeFill: () => {
+          asked = true;
+          return Promise.reject(new Kvm2Error('ERR_POOL_FULL', 'the pool is short'));
+        },
+      }),
+    );
+    expect(err).toMatchObject({ code: 'ERR_IMAGE_TOO_LARGE', kind: 'permanent' });
+    expect(err.message).toContain(`says it has ${BODY.length} bytes, over its maxSize`);
+    expect(asked).toBe(false);
   }, 60_000);
 
   it("stops at the pool's free space less the reserve: quota_exceeded, nothing left", async () => {

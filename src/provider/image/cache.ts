@@ -22,7 +22,7 @@ import {
   type CacheEntry,
 } from './base-image.js';
 import { DOWNLOAD_TIMEOUTS, imageSource, probeImageSize } from './download.js';
-import { fillBaseImage, type DownloadProgress } from './fill.js';
+import { fillBaseImage, refuseOverMaxSize, type DownloadProgress } from './fill.js';
 import { deleteVolume, lookupVolume, readSmallVolume, refreshPool } from './volumes.js';
 
 type Lookup =
@@ -225,7 +225,11 @@ async function probeBytes(
   const src = imageSource(entry.imageName, entry.image);
   const probeSignal = AbortSignal.any([signal, AbortSignal.timeout(DOWNLOAD_TIMEOUTS.probeMs)]);
   const size = await probeImageSize(src, { signal: probeSignal });
-  if (size !== undefined) return size;
+  if (size !== undefined) {
+    // Before the pool-space precheck: over maxSize is permanent whatever the pool holds.
+    refuseOverMaxSize(entry, src, size, `says it has ${size} bytes`);
+    return size;
+  }
   ctx.logger.warn(
     { host, image: entry.imageName, server: src.where },
     'image server gives no size: the pool-space precheck counts 0 bytes for it',

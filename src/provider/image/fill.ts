@@ -147,6 +147,21 @@ export async function fillBaseImage(
   });
 }
 
+/** ERR_IMAGE_TOO_LARGE (permanent) for a count over the image's maxSize. */
+export function refuseOverMaxSize(
+  entry: Pick<CacheEntry, 'imageName' | 'image'>,
+  src: Pick<ImageSource, 'where'>,
+  bytes: number,
+  what: string,
+): void {
+  const maxSize = entry.image.maxSize;
+  if (bytes <= maxSize) return;
+  throw new Kvm2Error(
+    'ERR_IMAGE_TOO_LARGE',
+    `image '${entry.imageName}' from ${src.where} ${what}, over its maxSize of ${maxSize} (kvm2.images.${entry.imageName}.maxSize)`,
+  );
+}
+
 /**
  * The most bytes this fill may write: the image's maxSize, and the pool's free space now less
  * the host's poolReserve (other instances on the pool must not meet ENOSPC because an image
@@ -162,17 +177,11 @@ async function byteCap(
   const { available } = await conn.call(StoragePoolGetInfo, { pool }, { signal });
   const reserve = BigInt(entry.poolReserve);
   const room = available > reserve ? Number(available - reserve) : 0;
-  const maxSize = entry.image.maxSize;
   const prefix = `image '${entry.imageName}' from ${src.where}`;
   return {
     check(bytes, how) {
       const what = how === 'says' ? `says it has ${bytes} bytes` : `had sent ${bytes} bytes`;
-      if (bytes > maxSize) {
-        throw new Kvm2Error(
-          'ERR_IMAGE_TOO_LARGE',
-          `${prefix} ${what}, over its maxSize of ${maxSize} (kvm2.images.${entry.imageName}.maxSize)`,
-        );
-      }
+      refuseOverMaxSize(entry, src, bytes, what);
       if (bytes > room) {
         throw new Kvm2Error(
           'ERR_POOL_FULL',
