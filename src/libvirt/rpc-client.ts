@@ -18,6 +18,7 @@ import {
   ProtocolError,
 } from './errors.js';
 import { Keepalive, type KeepaliveOptions } from './keepalive.js';
+import { afterTimers, loopFroze } from './loop-freeze.js';
 import { FrameDecoder, MessageStatus, MessageType, type PacketHeader } from './packet.js';
 import type { Procedure } from './procedure.js';
 import { KEEPALIVE_PROGRAM, REMOTE_PROGRAM } from './protocol.gen.js';
@@ -156,6 +157,11 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
 
   call<A, R>(proc: Procedure<A, R>, args: A, options?: CallOptions): Promise<R> {
     const signal = options?.signal;
+    // Not from a turn that follows a freeze: the timers that would abort the signal (a lost
+    // lease's) run first (loop-freeze.ts).
+    if (signal !== undefined && !signal.aborted && loopFroze()) {
+      return afterTimers().then(() => this.call(proc, args, options));
+    }
     if (signal?.aborted) {
       return Promise.reject(new CallAbortedError(proc.name, false, { cause: signal.reason }));
     }
@@ -330,6 +336,9 @@ export class RpcClient extends EventEmitter<{ close: [Error | undefined] }> {
     sink: StreamSink,
     options?: CallOptions,
   ): Promise<number> {
+    // As call() does, before the serial is taken: no other call may take it meanwhile.
+    const signal = options?.signal;
+    if (signal !== undefined && !signal.aborted && loopFroze()) await afterTimers();
     // The serial is registered before the call goes out: a stream error can follow the reply
     // in the same read.
     const serial = this.calls.upcomingSerial;

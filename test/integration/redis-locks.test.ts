@@ -5,7 +5,20 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CallAbortedError } from '../../src/libvirt/errors.js';
+import { encodePrefix, FrameDecoder } from '../../src/libvirt/packet.js';
+import { ConnectGetHostname, REMOTE_PROGRAM } from '../../src/libvirt/protocol.gen.js';
+import { RpcClient } from '../../src/libvirt/rpc-client.js';
 import { LockLostError, RedisLocks, type Lease } from '../../workers/locks/redis-locks.js';
+import { duplexPair } from '../fakes/duplex-pair.js';
+
+/** ConnectGetHostname's reply: an XDR string. */
+function hostnameReply(name: string): Buffer {
+  const b = Buffer.alloc(4 + Math.ceil(name.length / 4) * 4);
+  b.writeUInt32BE(name.length, 0);
+  b.write(name, 4);
+  return b;
+}
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefix = `kvm2test:${randomBytes(6).toString('hex')}`;
@@ -300,5 +313,62 @@ describe('RedisLocks', () => {
     );
     await expect(outcome).rejects.toBe(reason);
     expect(await keysOfRun()).toEqual([]);
+  });
+});
+
+describe('a process frozen past its TTL (SIGSTOP, a paused VM, swapping)', () => {
+  it('sends no libvirt call once it resumes: the lost lease is known before the next call', async () => {
+    // A fake daemon on an in-memory pair: the reply to the first call arrives during the
+    // freeze, and the code resuming on it makes the next call at once. After a freeze Node
+    // delivers what came in before it runs the overdue timers that tell the lease is lost.
+    const [ours, theirs] = duplexPair();
+    const calls: number[] = [];
+    const decoder = new FrameDecoder((h) => {
+      if (h.type === 0 && h.prog === REMOTE_PROGRAM) calls.push(h.serial);
+    });
+    const reply = (serial: number, payload: Buffer): void => {
+      theirs.write(
+        Buffer.concat([
+          encodePrefix(
+            {
+              prog: REMOTE_PROGRAM,
+              vers: 1,
+              proc: ConnectGetHostname.proc,
+              type: 1,
+              serial,
+              status: 0,
+            },
+            payload.length,
+          ),
+          payload,
+        ]),
+      );
+    };
+    theirs.on('data', (d: Buffer) => decoder.push(d));
+    const client = new RpcClient(ours, { host: 'frozen' });
+    const lease = await locksA.acquire('i-frozen');
+    try {
+      const warm = client.call(ConnectGetHostname, undefined, { signal: lease.signal });
+      await new Promise((r) => setTimeout(r, 20));
+      reply(calls[0] ?? 0, hostnameReply('hv1'));
+      await warm;
+      const first = client.call(ConnectGetHostname, undefined, { signal: lease.signal });
+      const second = first.then(() =>
+        client.call(ConnectGetHostname, undefined, { signal: lease.signal }),
+      );
+      second.catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 20));
+      expect(calls).toHaveLength(1 + 1);
+      reply(calls[1] ?? 0, hostnameReply('hv1'));
+      // Frozen for longer than the TTL (1 s): no timer runs, and the key lapses in Redis.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1_600);
+      const err = await second.catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(CallAbortedError);
+      expect((err as CallAbortedError).cause).toBeInstanceOf(LockLostError);
+      expect(calls, 'a call was sent after the lease was lost').toHaveLength(2);
+    } finally {
+      client.destroy();
+      await lease.release();
+    }
   });
 });

@@ -118,7 +118,15 @@ export class RedisLease implements Lease {
   private armExpiry(sentAt: number): void {
     clearTimeout(this.expiryTimer);
     const remaining = sentAt + this.ttlMs - performance.now();
-    this.expiryTimer = setTimeout(() => this.lose('unrenewed'), Math.max(0, remaining));
+    // Already past (the process was frozen, and this renewal's timer was the first to run):
+    // lost now, not at a timer that would come after others already due (a libvirt call
+    // waiting for the timers to run, src/libvirt/loop-freeze.ts).
+    if (remaining <= 0) {
+      this.expiryTimer = undefined;
+      this.lose('unrenewed');
+      return;
+    }
+    this.expiryTimer = setTimeout(() => this.lose('unrenewed'), remaining);
     this.expiryTimer.unref();
   }
 
@@ -126,6 +134,7 @@ export class RedisLease implements Lease {
     this.renewTimer = undefined;
     if (this.state !== 'held') return;
     if (this.expiryTimer === undefined) this.armExpiry(this.confirmedAt);
+    if (this.state !== 'held') return;
     const sentAt = performance.now();
     let answer: unknown;
     try {
