@@ -315,6 +315,7 @@ export function imageCacheRig(): ImageCacheRig {
       addImage('junkmarker', randomBytes(300 * 1024));
       addImage('nomarker', randomBytes(300 * 1024));
       addImage('debrisfirst', randomBytes(300 * 1024));
+      addImage('lockloss', randomBytes(2 * MiB));
       addImage('twice', randomBytes(2 * MiB));
       addImage('notqcow2', randomBytes(256 * 1024), { format: 'qcow2', sha256: null });
       serve('missing', { status: 404 });

@@ -129,8 +129,13 @@ export async function fillBaseImage(
       );
       return image;
     } catch (err) {
-      // Cancelled or out of time: one message whichever call noticed first.
-      const e = budget.aborted ? networkError(src, err, budget) : asError(err);
+      // Cancelled or out of time: one message whichever call noticed first. The lock lost:
+      // said as such (transient), not as the download's cancellation.
+      const e = lockLost(signal)
+        ? asError(signal.reason)
+        : budget.aborted
+          ? networkError(src, err, budget)
+          : asError(err);
       span.recordException(e);
       span.setStatus({ code: SpanStatusCode.ERROR, message: e.message });
       throw e;
@@ -141,7 +146,15 @@ export async function fillBaseImage(
         if (done) await conn.close();
         else conn.destroy();
       }
-      if (!done) await removeVolumes(ctx, entry, pool, made.reverse());
+      // Not after the lock is lost: another worker may hold it now, have removed this fill's
+      // volumes as debris and made its own of the same names, which a removal by name would
+      // take. What is left here is debris for the next holder.
+      if (!done && lockLost(signal)) {
+        ctx.logger.warn(
+          { host: entry.host, image: entry.imageName, volume: entry.baseName },
+          'image fill lost its lock: its volumes are left to the next holder',
+        );
+      } else if (!done) await removeVolumes(ctx, entry, pool, made.reverse());
       span.end();
     }
   });
@@ -190,6 +203,13 @@ async function byteCap(
       }
     },
   };
+}
+
+/** The fill's lock was lost (KeyedLocks' signal fired with ERR_LOCK_LOST), not cancelled. */
+function lockLost(signal: AbortSignal): boolean {
+  return (
+    signal.aborted && (signal.reason as { code?: unknown } | undefined)?.code === 'ERR_LOCK_LOST'
+  );
 }
 
 function asError(err: unknown): Error {
