@@ -12,7 +12,7 @@ import {
   type NonnullDomain,
 } from '../../libvirt/protocol.gen.js';
 import { Kvm2Error } from '../../errors/error.js';
-import { formatInstanceId, macForUid } from './ids.js';
+import { formatInstanceId, legacyMacForUid, macForUid } from './ids.js';
 import { isNoDomain } from './not-found.js';
 import { mapDomainState, type InstanceState } from './state.js';
 import { KVM2_XMLNS } from '../xml/metadata.js';
@@ -112,9 +112,10 @@ function isNotRunning(err: unknown): boolean {
 export async function readAddress(
   conn: LibvirtConnection,
   dom: NonnullDomain,
-  mac: string,
+  mac: string | readonly string[],
   io: Io,
 ): Promise<string | undefined> {
+  const macs: readonly string[] = typeof mac === 'string' ? [mac] : mac;
   for (const { source, name } of ADDRESS_SOURCES) {
     let ifaces;
     try {
@@ -127,7 +128,7 @@ export async function readAddress(
       throw err;
     }
     for (const iface of ifaces) {
-      if (name === 'agent' && iface.hwaddr?.toLowerCase() !== mac) continue;
+      if (name === 'agent' && !macs.includes(iface.hwaddr?.toLowerCase() ?? '')) continue;
       const addr = iface.addrs.find((a) => a.type === IPV4 && usableIpv4(a.addr));
       if (addr !== undefined) return addr.addr;
     }
@@ -159,7 +160,8 @@ export async function readLiveState(
   if (mapDomainState(state, reason, true) !== 'running') return liveState(state, reason);
   let address;
   try {
-    address = await readAddress(conn, dom, macForUid(uid), io);
+    // An instance made before the 40-bit MACs has the 24-bit one.
+    address = await readAddress(conn, dom, [macForUid(uid), legacyMacForUid(uid)], io);
   } catch (err) {
     if (!isNotRunning(err)) throw err;
     const now = await conn.call(DomainGetState, { dom, flags: 0 }, io);
