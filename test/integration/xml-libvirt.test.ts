@@ -50,7 +50,7 @@ const parser = new XMLParser({
   parseTagValue: false,
   parseAttributeValue: false,
   isArray: (name) =>
-    ['disk', 'feature', 'channel', 'serial', 'console', 'interface'].includes(name),
+    ['disk', 'feature', 'channel', 'serial', 'console', 'interface', 'panic'].includes(name),
 });
 type Node = Record<string, unknown>;
 
@@ -248,6 +248,9 @@ describe('UEFI domain XML on libvirt', () => {
       }),
     ]);
     expect(list(devices, 'console')).toEqual([expect.objectContaining({ '@_type': 'pty' })]);
+    // Without a pvpanic device qemu never reports a guest's panic: on_crash would never act,
+    // and a panicked guest would stay 'running'.
+    expect(list(devices, 'panic')).toEqual([expect.objectContaining({ '@_model': 'isa' })]);
 
     // Our own readers agree with libvirt's output.
     const xml = await virsh(['dumpxml', '--inactive', uefiName]);
@@ -303,6 +306,11 @@ describe('UEFI domain XML on libvirt', () => {
       expect(nvram['@_template']).not.toMatch(/\.ms\.|secboot/);
       // virtlogd made the serial log at start.
       await expect(fs.stat(serialLog(uefiName))).resolves.toBeTruthy();
+      // qemu runs with the panic device the guest's pvpanic driver writes to.
+      expect(list(child(domain, 'devices'), 'panic')).toEqual([{ '@_model': 'isa' }]);
+      const pid = (await fs.readFile(`/run/libvirt/qemu/${uefiName}.pid`, 'utf8')).trim();
+      const cmdline = (await fs.readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
+      expect(cmdline.filter((arg) => arg.includes('pvpanic'))).not.toEqual([]);
       expect(parseMetadata(await virsh(['dumpxml', uefiName]))).toEqual(metadata);
       await new Promise((resolve) => setTimeout(resolve, 500));
       expect((await virsh(['domstate', uefiName])).trim()).toBe('running');

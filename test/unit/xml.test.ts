@@ -75,6 +75,12 @@ describe('buildDomainXml', () => {
     expect(seed?.['boot']).toBeUndefined();
   });
 
+  it('adds a pvpanic device, so a guest panic reaches on_crash and get() says crashed', () => {
+    const domain = readDomain(buildDomainXml(uefiSpec));
+    expect(child(child(domain, 'devices'), 'panic')).toEqual({ '@_model': 'isa' });
+    expect(domain['on_crash']).toBe('destroy');
+  });
+
   it('adds the NIC, agent channel, logged serial console and the metadata', () => {
     const domain = readDomain(buildDomainXml(uefiSpec));
     const devices = child(domain, 'devices');

@@ -219,6 +219,9 @@ export function buildDomainXml(input: DomainSpec): string {
       },
       // Entropy at first boot: cloud-init and sshd key generation otherwise wait for it.
       rng: { '@_model': 'virtio', backend: { '@_model': 'random', '#text': '/dev/urandom' } },
+      // pvpanic (ISA port 0x505, which q35 has): a guest kernel's panic reaches qemu, so
+      // on_crash acts and get() says crashed. Without it a panicked guest runs on, 'running'.
+      panic: { '@_model': 'isa' },
     },
   };
   return xmlBuilder.build({ domain }).trim();
