@@ -157,6 +157,45 @@ describe('an overlay an earlier attempt left behind (kvm2 writes its overlays, d
   }, 180_000);
 });
 
+describe('a start libvirt refuses', () => {
+  it('a bridge that does not exist: the domain is not left defined, and the fixed setting takes at the retry', async () => {
+    const withHost = (host: Record<string, unknown>): Provider =>
+      new Provider(
+        parseConfig({
+          hosts: [host],
+          images: { [imageTag]: { url: images.url('/tiny.qcow2'), format: 'qcow2' } },
+          defaults: { vcpus: 1, memoryMiB: 128, diskGiB: 1 },
+        }),
+        { logger, tracer: tracerProvider.getTracer('test') },
+      );
+    const { network: _network, ...host } = testHost(sshd, net.name);
+    const broken = withHost({ ...host, bridge: 'kvm2nobr0' });
+    const fixed = withHost(testHost(sshd, net.name));
+    const name = instanceName();
+    const uid = newUid();
+    try {
+      // The XML names the bridge; libvirt defines it, and refuses to start it.
+      const err: unknown = await broken.create({ host: 'h1', name, uid, image: imageTag }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(Error);
+      expect((err as Error).message).toMatch(/kvm2nobr0/);
+      // Left defined, every retry would adopt it and start it with the old XML, whatever the
+      // configuration says by then.
+      expect(await domainExists(name)).toBe(false);
+
+      // The operator fixes the host's setting; the job's retry (same uid) goes through.
+      await fixed.create({ host: 'h1', name, uid, image: imageTag });
+      expect((await virsh(['domstate', name])).trim()).toBe('running');
+      expect(await virsh(['dumpxml', name])).toContain(`network='${net.name}'`);
+    } finally {
+      await fixed.delete(`h1/${name}`).catch(() => undefined);
+      await Promise.all([broken.close(), fixed.close()]);
+    }
+  }, 90_000);
+});
+
 describe('the serial log (hosts[].serialLogDir, docs/configuration.md)', () => {
   /** A provider on the same host, sshd and image whose host has this serialLogDir. */
   function providerWith(serialLogDir: string): Provider {

@@ -42,7 +42,7 @@ import { parseCreateRequest, type ValidCreateRequest } from '../core/request.js'
 import { buildSeed } from '../seed/seed.js';
 import { buildDomainXml } from '../xml/domain.js';
 import { inSpan } from '../core/telemetry.js';
-import { removeLocked } from './delete.js';
+import { removeLocked, undefine } from './delete.js';
 import {
   createOverlay,
   overlayState,
@@ -219,7 +219,19 @@ async function createLocked(
     await startAndWait(conn, host, dom, io, { justDefined: defined !== undefined });
   } catch (err) {
     const refused = serialLogRefusal(ctx, host, req.name, err);
-    if (refused === undefined) throw err;
+    if (refused === undefined) {
+      if (err instanceof LibvirtError && err.procedure === 'DomainCreateWithFlags') {
+        // libvirt refused to start it, for something its XML carries (a bridge that does not
+        // exist, a firmware the host lacks) or not: it never ran. Left defined, every retry
+        // would adopt it and start it with that XML, whatever the configuration says by then.
+        // Undefined; its volumes stay for the retry, which defines it from the configuration.
+        log.warn({ err: err.message }, 'start refused; undefining the domain for the retry');
+        await undefine(conn, dom, io).catch((undefining: unknown) => {
+          log.warn({ err: undefining }, 'could not undefine the domain whose start was refused');
+        });
+      }
+      throw err;
+    }
     // The domain never ran and its XML names a log path libvirt cannot open: left defined, a
     // retry would adopt it and fail the same way after the operator fixed the setting.
     log.warn({ err: refused.message }, 'serial log refused; removing the instance it belonged to');

@@ -176,7 +176,8 @@ async function destroyIfActive(conn: LibvirtConnection, dom: NonnullDomain, io: 
   }
 }
 
-async function undefine(conn: LibvirtConnection, dom: NonnullDomain, io: Io): Promise<void> {
+/** Undefines `dom` with its NVRAM, managed save and snapshot metadata (fallbacks as supported). */
+export async function undefine(conn: LibvirtConnection, dom: NonnullDomain, io: Io): Promise<void> {
   for (const flags of UNDEFINE_FLAG_SETS) {
     try {
       await conn.call(DomainUndefineFlags, { dom, flags }, io);
