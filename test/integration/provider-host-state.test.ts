@@ -196,6 +196,24 @@ describe('a start libvirt refuses', () => {
   }, 90_000);
 });
 
+describe("a former domain's UEFI variables", () => {
+  it('a varstore left under the name is not reused: the new instance starts with fresh ones', async () => {
+    // libvirt names the varstore by the domain's name and reuses a file it finds there (a
+    // renamed domain's, a failed undefine's): here one the firmware cannot even use.
+    const name = instanceName();
+    const varstore = `/var/lib/libvirt/qemu/nvram/${name}_VARS.fd`;
+    fs.writeFileSync(varstore, Buffer.from([0x42]));
+    try {
+      await provider.create({ host: 'h1', name, uid: newUid(), image: imageTag });
+      expect((await virsh(['domstate', name])).trim()).toBe('running');
+      expect(fs.statSync(varstore).size).toBeGreaterThan(1);
+    } finally {
+      await provider.delete(`h1/${name}`).catch(() => undefined);
+      fs.rmSync(varstore, { force: true });
+    }
+  }, 60_000);
+});
+
 describe('the serial log (hosts[].serialLogDir, docs/configuration.md)', () => {
   /** A provider on the same host, sshd and image whose host has this serialLogDir. */
   function providerWith(serialLogDir: string): Provider {

@@ -41,7 +41,7 @@ export async function startAndWait(
   }
   if (!startingUp) {
     try {
-      await conn.call(DomainCreateWithFlags, { dom, flags: 0 }, io);
+      await start(conn, dom, io, options.justDefined === true);
     } catch (err) {
       // "already active": another worker adopting started it; the wait below decides. Any
       // other refusal (an inactive network, say) is libvirt's own answer: pass it on.
@@ -64,6 +64,39 @@ export async function startAndWait(
     }
     await sleep(START_POLL_MS, io.signal);
   }
+}
+
+/**
+ * VIR_DOMAIN_START_RESET_NVRAM (1 << 5, libvirt 8.1): the UEFI variables made again from the
+ * template (1 << 4 is START_VALIDATE).
+ */
+const START_RESET_NVRAM = 0x20;
+
+/**
+ * Starts `dom`. One this create has just defined starts with fresh UEFI variables: libvirt
+ * names the varstore by the domain's name and reuses a file it finds there (one left by a
+ * renamed domain, or a failed undefine), so a new instance would boot with another guest's
+ * variables, or not at all when the file's size is not the firmware's. A driver that does not
+ * take the flag (the test driver) is asked without it.
+ */
+async function start(
+  conn: LibvirtConnection,
+  dom: NonnullDomain,
+  io: { readonly signal: AbortSignal },
+  fresh: boolean,
+): Promise<void> {
+  if (fresh) {
+    try {
+      await conn.call(DomainCreateWithFlags, { dom, flags: START_RESET_NVRAM }, io);
+      return;
+    } catch (err) {
+      const unsupported =
+        err instanceof LibvirtError &&
+        (err.libvirtCode === VirErr.INVALID_ARG || err.libvirtCode === VirErr.ARGUMENT_UNSUPPORTED);
+      if (!unsupported) throw err;
+    }
+  }
+  await conn.call(DomainCreateWithFlags, { dom, flags: 0 }, io);
 }
 
 function stateName(state: number): string {
