@@ -1,5 +1,6 @@
 // kvm2 board: the Bull Board dashboard (SPEC §8) on board.listen until SIGINT or SIGTERM.
 import { startBoard } from '../../board/server.js';
+import { configWarnings } from '../../src/provider/config/warnings.js';
 import { createLogger } from '../../workers/logger.js';
 import type { ParsedArgs } from '../options/args.js';
 import { loadCliConfig } from '../options/config.js';
@@ -10,6 +11,8 @@ import { onStopSignal } from '../terminal/signals.js';
 export async function run(args: ParsedArgs, io: CliIo): Promise<number> {
   const config = await loadCliConfig(args, io);
   const logger = createLogger({ name: 'kvm2-board' });
+  // As config check prints them (docs/configuration.md): an unreadable key, a weak password.
+  for (const warning of configWarnings(config)) logger.warn(warning);
   // Printed before the board logs anything: the log's writes are asynchronous, this one is not.
   const board = await startBoard(config, { logger, onListening: (url) => io.out(url) });
   let signals = 0;

@@ -168,6 +168,38 @@ async function redisOn(port: number): Promise<{ close(): Promise<void> }> {
   };
 }
 
+describe('the configuration warnings', () => {
+  it('kvm2 worker logs them at start, as config check prints them', async () => {
+    const missing = path.join(dir, 'no-such-key');
+    const file = path.join(dir, 'config-warnings.yaml');
+    fs.writeFileSync(
+      file,
+      JSON.stringify({
+        redis: { url: scope.url, prefix: scope.prefix },
+        hosts: [
+          {
+            name: 'hv1',
+            // Port 9 on loopback: nothing answers there, and nothing in this test dials it.
+            uri: `qemu+ssh://kvm2@127.0.0.1:9/system?keyfile=${missing}&known_hosts=${missing}`,
+            network: 'default',
+          },
+        ],
+        events: { watch: false },
+        health: { every: '600s', timeout: '10s' },
+        worker: { listen: '127.0.0.1:0', shutdownTimeout: `${SHUTDOWN_TIMEOUT_MS}ms` },
+      }),
+    );
+    const w = spawnKvm2Worker(file);
+    const line = await w.waitForLog(
+      (l) => l.level === 40 && String(l.msg).includes(`keyfile ${missing} cannot be read`),
+      30_000,
+    );
+    expect(line.msg).toContain('kvm2.hosts[0].uri');
+    w.child.kill('SIGTERM');
+    expect((await w.exited).code).toBe(0);
+  }, 60_000);
+});
+
 describe('a database the Redis server does not have', () => {
   it('the worker does not start: exit 1, the refusal named, nothing written to database 0', async () => {
     const databases = Number(((await scope.redis.config('GET', 'databases')) as string[])[1]);

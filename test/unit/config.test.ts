@@ -388,6 +388,24 @@ describe('configWarnings', () => {
     ]);
   });
 
+  it("warns of a board password that is the example's placeholder or short, never showing it", () => {
+    const withPassword = (password: string) =>
+      configWarnings(
+        parseConfig({
+          hosts: [local],
+          board: { listen: '0.0.0.0:3000', auth: { username: 'ops', password } },
+        }),
+      );
+    expect(withPassword('change-me')).toEqual([
+      "kvm2.board.auth.password: is deploy/config.example.yaml's placeholder: anyone who reads that file can use the board; set a password of your own",
+    ]);
+    expect(withPassword('hunter2')).toEqual([
+      'kvm2.board.auth.password: has 7 characters: a password of 16 or more (openssl rand -base64 18) keeps guessing out',
+    ]);
+    expect(withPassword('x'.repeat(16))).toEqual([]);
+    expect(withPassword('hunter2').join('\n')).not.toContain('hunter2');
+  });
+
   it('warns of a key under a passphrase, one that is no key, and one others can read', async () => {
     const secret = 'pw-for-the-key';
     const files = {

@@ -42,13 +42,36 @@ function keyFileWarnings(at: string, file: string, host: string): string[] {
   return warnings;
 }
 
+/** deploy/config.example.yaml's board password, which a deployment may keep by mistake. */
+const EXAMPLE_BOARD_PASSWORD = 'change-me';
+/** Shorter board passwords are a warning (the board takes any; Basic auth has no lockout). */
+const BOARD_PASSWORD_MIN = 16;
+
+/** The board's password, as a warning when it is the example's or short; never the password. */
+function boardPasswordWarnings(config: Kvm2Config): string[] {
+  const password = config.board.auth?.password;
+  if (password === undefined) return [];
+  const at = formatPath(['board', 'auth', 'password']);
+  if (password === EXAMPLE_BOARD_PASSWORD) {
+    return [
+      `${at}: is deploy/config.example.yaml's placeholder: anyone who reads that file can use the board; set a password of your own`,
+    ];
+  }
+  if ([...password].length < BOARD_PASSWORD_MIN) {
+    return [
+      `${at}: has ${[...password].length} characters: a password of ${BOARD_PASSWORD_MIN} or more (openssl rand -base64 18) keeps guessing out`,
+    ];
+  }
+  return [];
+}
+
 /**
  * Problems worth a line at start that are not errors: SSH key and known_hosts files that cannot
- * be read now, a key file without a usable key or open to others. They are read again at every
- * dial, so fixing them needs no restart.
+ * be read now, a key file without a usable key or open to others (read again at every dial, so
+ * fixing them needs no restart); a board password that is the example's or short.
  */
 export function configWarnings(config: Kvm2Config): string[] {
-  const warnings: string[] = [];
+  const warnings: string[] = boardPasswordWarnings(config);
   config.hosts.forEach((h, i) => {
     const ssh = parseLibvirtUri(h.uri).ssh;
     if (ssh === undefined) return;
