@@ -20,6 +20,21 @@ export interface RedisScope {
   cleanup(): Promise<void>;
 }
 
+/**
+ * The test Redis's URL with a user and password it refuses (WRONGPASS), and that password: ioredis
+ * hangs the AUTH command, password included, on the error, which no log or message may show.
+ */
+export function refusedCredentials(url: string): {
+  readonly url: string;
+  readonly password: string;
+} {
+  const password = `pw-${Math.random().toString(36).slice(2)}`;
+  const refused = new URL(url);
+  refused.username = 'kvm2-no-such-user';
+  refused.password = password;
+  return { url: refused.href, password };
+}
+
 /** Escapes Redis glob characters, so the prefix is matched literally. */
 function globLiteral(text: string): string {
   return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);

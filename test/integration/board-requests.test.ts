@@ -14,7 +14,7 @@ import { USER_DATA_MAX_BYTES } from '../../src/provider/core/request.js';
 import { parseConfig } from '../../src/provider/config/load.js';
 import { startBoard, type BoardServer } from '../../board/server.js';
 import { failOneJob, type CreateJob } from '../harness/careless-worker.js';
-import { redisScope, type RedisScope } from '../harness/redis.js';
+import { redisScope, refusedCredentials, type RedisScope } from '../harness/redis.js';
 
 let scope: RedisScope;
 let board: BoardServer;
@@ -257,10 +257,7 @@ describe('a Redis that refuses the credentials', () => {
   it("writes the password to neither the board's log nor stderr", async () => {
     // ioredis hangs the AUTH command, password included, on its error; BullMQ prints the
     // errors of a Queue that nobody listens to on stderr.
-    const password = `pw-${Math.random().toString(36).slice(2)}`;
-    const url = new URL(scope.url);
-    url.username = 'kvm2-no-such-user';
-    url.password = password;
+    const { url, password } = refusedCredentials(scope.url);
     let logged = '';
     const logger = pino(
       { level: 'debug' },
@@ -290,7 +287,7 @@ describe('a Redis that refuses the credentials', () => {
               network: 'default',
             },
           ],
-          redis: { url: url.href, prefix: scope.prefix },
+          redis: { url, prefix: scope.prefix },
         }),
         { logger, listen: { host: '127.0.0.1', port: 0 } },
       );

@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Kvm2Client } from '../../queues/client.js';
 import { Kvm2Error } from '../../src/errors/error.js';
 import { request } from '../harness/queue-requests.js';
-import { redisScope, type RedisScope } from '../harness/redis.js';
+import { redisScope, refusedCredentials, type RedisScope } from '../harness/redis.js';
 
 let scope: RedisScope;
 
@@ -59,12 +59,8 @@ describe('Redis unreachable', () => {
 
 describe('Redis refusing the credentials', () => {
   it('the error, printed whole with its cause, carries no password', async () => {
-    // ioredis hangs the AUTH command, password included, on the error it rejects with.
-    const password = `pw-${Math.random().toString(36).slice(2)}`;
-    const url = new URL(scope.url);
-    url.username = 'kvm2-no-such-user';
-    url.password = password;
-    const refused = new Kvm2Client({ redisUrl: url.href, prefix: scope.prefix });
+    const { url, password } = refusedCredentials(scope.url);
+    const refused = new Kvm2Client({ redisUrl: url, prefix: scope.prefix });
     try {
       const err = await refused.delete('h1/web-1').catch((e: unknown) => e);
       expect(err).toMatchObject({ code: 'ERR_REDIS_UNAVAILABLE' });

@@ -111,49 +111,41 @@ it('lets go of the signals of finished calls once it watches many, and of all wh
   }
 });
 
-it('an upload whose source throws closes the link and rejects with the source error', async () => {
+/** An upload of `source` to a fake daemon that has answered its call: the stream is open. */
+async function openUpload(source: AsyncIterable<Buffer>) {
   const [ours, theirs] = duplexPair();
   const daemon = fakeDaemon(theirs);
   const client = new RpcClient(ours, { host: 'fake' });
+  const vol = { pool: 'default', name: 'v', key: 'k' };
+  const upload = client.upload(StorageVolUpload, { vol, offset: 0n, length: 0n, flags: 0 }, source);
+  upload.catch(() => undefined); // awaited by the test
+  await new Promise((r) => setImmediate(r));
+  const call = daemon.calls[0]!;
+  daemon.reply(call, Buffer.alloc(0)); // the call's reply: the stream is open
+  return { client, theirs, call, upload };
+}
+
+it('an upload whose source throws closes the link and rejects with the source error', async () => {
   async function* failing(): AsyncGenerator<Buffer> {
     yield Buffer.alloc(1000);
     await new Promise((r) => setImmediate(r));
     throw new Error('image server went away');
   }
-  const vol = { pool: 'default', name: 'v', key: 'k' };
-  const upload = client.upload(
-    StorageVolUpload,
-    { vol, offset: 0n, length: 0n, flags: 0 },
-    failing(),
-  );
-  await new Promise((r) => setImmediate(r));
-  daemon.reply(daemon.calls[0]!, Buffer.alloc(0)); // the call's reply: the stream is open
+  const { client, upload } = await openUpload(failing());
   await expect(upload).rejects.toThrow('image server went away');
   expect(client.isDown).toBe(true);
 });
 
 it("an upload whose daemon fails the stream while the source waits rejects at once with the daemon's error", async () => {
-  const [ours, theirs] = duplexPair();
-  const daemon = fakeDaemon(theirs);
-  const client = new RpcClient(ours, { host: 'fake' });
   async function* stalling(): AsyncGenerator<Buffer> {
     yield Buffer.alloc(1000);
     // An image server that goes quiet: its body times out long after the pool is full.
     await new Promise((r) => setTimeout(r, 3_000));
     throw new Error('Body Timeout Error');
   }
-  const vol = { pool: 'default', name: 'v', key: 'k' };
-  const upload = client.upload(
-    StorageVolUpload,
-    { vol, offset: 0n, length: 0n, flags: 0 },
-    stalling(),
-  );
-  upload.catch(() => undefined);
-  await new Promise((r) => setImmediate(r));
-  const call = daemon.calls[0]!;
-  daemon.reply(call, Buffer.alloc(0)); // the call's reply: the stream is open
+  const { theirs, call, upload } = await openUpload(stalling());
   await new Promise((r) => setTimeout(r, 50));
-  // The daemon's STREAM/ERROR: the pool's disk is full (VIR_ERR_OPERATION_FAILED, ENOSPC).
+  // The daemon's STREAM/ERROR: the pool's disk is full (VIR_ERR_SYSTEM_ERROR, ENOSPC).
   const refusal = bytesOf(encodeRemoteError, {
     code: 38,
     domain: 18,
