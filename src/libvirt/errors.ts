@@ -3,6 +3,7 @@
 // table through Kvm2Error. Modelled on undici's errors.js: callers branch on `code`/`kind`.
 import { libvirtErrorKind } from '../errors/classify.js';
 import { Kvm2Error, type Kvm2ErrorOptions } from '../errors/error.js';
+import { VirErr } from './error-codes.js';
 
 /** An error the daemon sent (`remote_error`), with libvirt's own numbers kept. */
 export class LibvirtError extends Kvm2Error {
@@ -22,6 +23,20 @@ export class LibvirtError extends Kvm2Error {
   ) {
     super('ERR_LIBVIRT', message, { kind: libvirtErrorKind(libvirtCode, int1) });
   }
+}
+
+/**
+ * The daemon or its driver does not take this call or these flags (an older libvirt, the test
+ * driver): the caller may ask again the plainer way.
+ */
+export function isUnsupportedCall(err: unknown): boolean {
+  return (
+    err instanceof LibvirtError &&
+    (err.libvirtCode === VirErr.NO_SUPPORT ||
+      err.libvirtCode === VirErr.INVALID_ARG ||
+      err.libvirtCode === VirErr.ARGUMENT_UNSUPPORTED ||
+      err.libvirtCode === VirErr.OPERATION_UNSUPPORTED)
+  );
 }
 
 /** `err` is libvirt's error number `code` (a VirErr), as the daemon sent it. */

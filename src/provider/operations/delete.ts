@@ -7,7 +7,7 @@
 // that attached it) is kept, with a warning.
 import type { LibvirtConnection } from '../../libvirt/connection.js';
 import { VirErr } from '../../libvirt/error-codes.js';
-import { LibvirtError } from '../../libvirt/errors.js';
+import { isUnsupportedCall, LibvirtError } from '../../libvirt/errors.js';
 import {
   DomainDestroyFlags,
   DomainLookupByName,
@@ -184,7 +184,7 @@ export async function undefine(conn: LibvirtConnection, dom: NonnullDomain, io: 
       return;
     } catch (err) {
       if (isNoDomain(err)) return;
-      if (!isUnsupported(err)) throw err;
+      if (!isUnsupportedCall(err)) throw err;
     }
   }
   try {
@@ -192,14 +192,4 @@ export async function undefine(conn: LibvirtConnection, dom: NonnullDomain, io: 
   } catch (err) {
     if (!isNoDomain(err)) throw err;
   }
-}
-
-function isUnsupported(err: unknown): boolean {
-  return (
-    err instanceof LibvirtError &&
-    (err.libvirtCode === VirErr.NO_SUPPORT ||
-      err.libvirtCode === VirErr.INVALID_ARG ||
-      err.libvirtCode === VirErr.ARGUMENT_UNSUPPORTED ||
-      err.libvirtCode === VirErr.OPERATION_UNSUPPORTED)
-  );
 }

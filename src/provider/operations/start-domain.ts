@@ -2,7 +2,7 @@
 // until libvirt says running. A domain an administrator paused or suspended is left alone.
 import type { LibvirtConnection } from '../../libvirt/connection.js';
 import { VirErr } from '../../libvirt/error-codes.js';
-import { LibvirtError } from '../../libvirt/errors.js';
+import { isUnsupportedCall, LibvirtError } from '../../libvirt/errors.js';
 import {
   DomainCreateWithFlags,
   DomainGetState,
@@ -90,10 +90,7 @@ async function start(
       await conn.call(DomainCreateWithFlags, { dom, flags: START_RESET_NVRAM }, io);
       return;
     } catch (err) {
-      const unsupported =
-        err instanceof LibvirtError &&
-        (err.libvirtCode === VirErr.INVALID_ARG || err.libvirtCode === VirErr.ARGUMENT_UNSUPPORTED);
-      if (!unsupported) throw err;
+      if (!isUnsupportedCall(err)) throw err;
     }
   }
   await conn.call(DomainCreateWithFlags, { dom, flags: 0 }, io);
