@@ -5,7 +5,7 @@
 //
 // Two numbers per instance, each with a TTL refreshed when it is written:
 //   <prefix>:gen-latest:<id>  the highest generation known to have a job: what "superseded"
-//                             compares against, and what the next is allocated above
+//                             compares against, and what the next is raised above
 //   <prefix>:gen-req:<id>     <prefix>:requests (one INCR counter of every allocation, no TTL)
 //                             at the instance's last allocation: what GC compares against
 // and one per create:
@@ -13,9 +13,11 @@
 //                             resultsFrom } for 7 days
 //
 // A create or delete is enqueued in one Lua script (queues/enqueue.ts): a create whose uid is
-// reserved gets the reserved job back and nothing is written; otherwise take gen-latest + 1,
-// record the request's place (gen-req), reserve the uid (a create), add the BullMQ job with the
-// generation in its data and set gen-latest to it. One atomic step: no crash can leave a
+// reserved gets the reserved job back and nothing is written; otherwise take the request's
+// place in the order of all requests as its generation (includes/next-generation.lua: never
+// at or below an earlier one, even when the instance's keys lapsed under a waiting job),
+// record it (gen-req), reserve the uid (a create), add the BullMQ job with the generation in
+// its data and set gen-latest to it. One atomic step: no crash can leave a
 // generation without its job or a job without its generation, and a job is superseded as soon
 // as a newer one is in its queue. The worker commits again when a job starts (begin-job.lua or
 // the completion that fetched it, complete-job.lua; a no-op for a job this client added, which
@@ -26,7 +28,8 @@ import { createKey, latestGenerationKey, requestCounterKey } from './names.js';
 import type { RedisConnection } from './redis.js';
 
 export const CREATE_RESERVATION_TTL_S = 7 * 24 * 3600;
-/** Longer than any job lives (attempts × backoff, retention): no generation restarts under one. */
+/** Longer than a job usually lives; one that waits longer still loses to a newer request
+ *  (a generation is the request's place in a counter without TTL). */
 export const GENERATION_TTL_S = 30 * 24 * 3600;
 
 /** A stable digest of a create request, to tell a repeat from a uid reused for another one. */
