@@ -74,11 +74,15 @@ export type FrameHandler = (header: PacketHeader, payload: Buffer) => void;
  * Splits a byte stream into frames. Fed whatever chunks the socket gives; calls `onFrame` once
  * per complete frame, in order. A length word outside [28, 4 + 32 MiB] cannot be resynchronised
  * from, so it throws ProtocolError and the caller must drop the link.
+ *
+ * A frame that arrives in pieces is copied into one buffer of its length as they come, never
+ * kept as the pieces: a daemon that sends a large frame a byte at a time would otherwise hold
+ * ~120 bytes of heap per byte sent (a Buffer each), gigabytes for one 32 MiB frame.
  */
 export class FrameDecoder {
-  private chunks: Buffer[] = [];
-  private buffered = 0;
-  private need = 0; // length of the frame being assembled, 0 when not yet known
+  /** The frame being assembled, its full length once the length word is known. */
+  private partial: Buffer | undefined;
+  private filled = 0;
 
   constructor(
     private readonly onFrame: FrameHandler,
@@ -86,30 +90,32 @@ export class FrameDecoder {
   ) {}
 
   push(chunk: Buffer): void {
-    if (this.buffered === 0) {
+    const partial = this.partial;
+    if (partial === undefined) {
       this.drain(chunk);
       return;
     }
-    this.chunks.push(chunk);
-    this.buffered += chunk.length;
-    if (this.need === 0 && this.buffered >= LEN_SIZE) this.need = this.frameLength(this.head(4));
-    if (this.need !== 0 && this.buffered < this.need) return;
-    const joined = Buffer.concat(this.chunks, this.buffered);
-    this.chunks = [];
-    this.buffered = 0;
-    this.need = 0;
-    this.drain(joined);
+    if (partial.length < LEN_SIZE) {
+      // Fewer than 4 bytes of the length word: start again with them in front (rare, tiny).
+      const head = partial.subarray(0, this.filled);
+      this.partial = undefined;
+      this.filled = 0;
+      this.drain(Buffer.concat([head, chunk]));
+      return;
+    }
+    const taken = Math.min(partial.length - this.filled, chunk.length);
+    chunk.copy(partial, this.filled, 0, taken);
+    this.filled += taken;
+    if (this.filled < partial.length) return;
+    this.partial = undefined;
+    this.filled = 0;
+    this.emit(partial, 0, partial.length);
+    if (taken < chunk.length) this.drain(chunk.subarray(taken));
   }
 
   /** Bytes received that do not yet form a whole frame. */
   get pendingBytes(): number {
-    return this.buffered;
-  }
-
-  private head(n: number): Buffer {
-    const first = this.chunks[0];
-    if (first !== undefined && first.length >= n) return first;
-    return Buffer.concat(this.chunks, this.buffered).subarray(0, n);
+    return this.filled;
   }
 
   private frameLength(prefix: Buffer): number {
@@ -123,29 +129,36 @@ export class FrameDecoder {
     return len;
   }
 
+  private emit(buf: Buffer, off: number, len: number): void {
+    const header: PacketHeader = {
+      prog: buf.readUInt32BE(off + 4),
+      vers: buf.readUInt32BE(off + 8),
+      proc: buf.readInt32BE(off + 12),
+      type: buf.readInt32BE(off + 16),
+      serial: buf.readUInt32BE(off + 20),
+      status: buf.readInt32BE(off + 24),
+    };
+    this.onFrame(header, buf.subarray(off + PREFIX_SIZE, off + len));
+  }
+
   // Emits every whole frame in `buf` and keeps the tail.
   private drain(buf: Buffer): void {
     let off = 0;
     while (buf.length - off >= LEN_SIZE) {
       const len = this.frameLength(buf.subarray(off, off + LEN_SIZE));
       if (buf.length - off < len) break;
-      const header: PacketHeader = {
-        prog: buf.readUInt32BE(off + 4),
-        vers: buf.readUInt32BE(off + 8),
-        proc: buf.readInt32BE(off + 12),
-        type: buf.readInt32BE(off + 16),
-        serial: buf.readUInt32BE(off + 20),
-        status: buf.readInt32BE(off + 24),
-      };
-      const payload = buf.subarray(off + PREFIX_SIZE, off + len);
+      const at = off;
       off += len;
-      this.onFrame(header, payload);
+      this.emit(buf, at, len);
     }
     if (off < buf.length) {
       const rest = buf.subarray(off);
-      this.chunks = [rest];
-      this.buffered = rest.length;
-      this.need = rest.length >= LEN_SIZE ? this.frameLength(rest) : 0;
+      const partial = Buffer.allocUnsafe(
+        rest.length >= LEN_SIZE ? this.frameLength(rest) : LEN_SIZE - 1,
+      );
+      rest.copy(partial);
+      this.partial = partial;
+      this.filled = rest.length;
     }
   }
 }

@@ -1,5 +1,7 @@
 // Decoder robustness: whatever bytes arrive, in whatever chunks, the decoder yields the frames
 // that are there or rejects with a ProtocolError; the engine never crashes or hangs.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ProtocolError } from '../../src/libvirt/errors.js';
@@ -83,6 +85,29 @@ describe('FrameDecoder', () => {
     d.push(f.subarray(70));
     expect(got).toEqual([1]);
   });
+
+  it('a large frame trickled a byte at a time holds its length in memory, not a Buffer per byte', () => {
+    // A hostile or broken daemon announces a 32 MiB frame and sends it a byte per write: the
+    // pieces were kept until the frame was whole, ~120 bytes of heap each (gigabytes in all).
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const got: number[] = [];
+    const d = new FrameDecoder((h) => got.push(h.serial));
+    const f = frame({ serial: 7 }, Buffer.alloc(2 * 1024 * 1024 - PREFIX_SIZE, 1));
+    d.push(f.subarray(0, 4));
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const trickled = 1_000_000;
+    for (let i = 4; i < 4 + trickled; i += 1) d.push(Buffer.from(f.subarray(i, i + 1)));
+    gc();
+    const grown = process.memoryUsage().heapUsed - before;
+    expect(d.pendingBytes).toBe(4 + trickled);
+    // The pieces as kept before: ~120 MB for a million bytes; now the frame's own buffer.
+    expect(grown).toBeLessThan(20 * 1024 * 1024);
+    d.push(f.subarray(4 + trickled));
+    expect(got).toEqual([7]);
+    expect(d.pendingBytes).toBe(0);
+  }, 60_000);
 
   it('on random garbage either decodes frames or throws ProtocolError, nothing else', () => {
     fc.assert(
