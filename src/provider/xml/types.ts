@@ -319,13 +319,37 @@ export function readXml(xml: string): XmlElement {
   // The parser drops text after a self-closing root (`<a/>junk`): after the last tag, comments
   // and processing instructions aside, only blanks may follow. No attribute value holds a `<`,
   // so the last `<` starts the last tag.
-  const bare = xml.replace(/<!--[\s\S]*?-->|<\?[\s\S]*?\?>/g, '');
+  const bare = xml.slice(0, endOfLastTag(xml));
   const lastTag = /<(?:[^>"']|"[^"]*"|'[^']*')*>/y;
   lastTag.lastIndex = bare.lastIndexOf('<');
-  if (lastTag.exec(bare) === null || bare.slice(lastTag.lastIndex).trim() !== '') {
+  if (lastTag.exec(bare) === null || lastTag.lastIndex !== bare.length) {
     throw new XmlError('ERR_XML_MALFORMED', 'not well-formed XML: text after the root element');
   }
   return root;
+}
+
+/**
+ * Where `xml` ends once the blanks, comments and processing instructions that close it are cut
+ * off, read backwards from its end: linear in the text. (A pattern that strips every comment
+ * scans to the end once for each `<!--` that is never closed, which a CDATA section may hold
+ * any number of: quadratic, seconds of a frozen event loop for a few hundred KiB of metadata.)
+ * A comment holds no `--`, so the last `<!--` before its `-->` opens it.
+ */
+function endOfLastTag(xml: string): number {
+  let end = xml.length;
+  for (;;) {
+    while (end > 0 && isXmlBlank(xml.charCodeAt(end - 1))) end -= 1;
+    let open = -1;
+    if (xml.startsWith('-->', end - 3)) open = xml.lastIndexOf('<!--', end - 7);
+    else if (xml.startsWith('?>', end - 2)) open = xml.lastIndexOf('<?', end - 4);
+    if (open === -1) return end;
+    end = open;
+  }
+}
+
+/** XML's white space: space, tab, CR, LF. */
+function isXmlBlank(code: number): boolean {
+  return code === 0x20 || code === 0x09 || code === 0x0d || code === 0x0a;
 }
 
 function isNonBlankText(node: XmlElement | string): boolean {
