@@ -31,7 +31,10 @@ export interface DomainEventStreamOptions {
     ((conn: LibvirtConnection, reconnects: number) => Promise<void> | void) | undefined;
   /** A dial, subscription or onConnected that failed; the stream tries again after a pause. */
   readonly onError?: ((err: unknown) => void) | undefined;
-  /** The pause after a failure: from retryMinMs, doubling up to retryMaxMs. */
+  /**
+   * The pause after a failure, or after a link lost within retryMaxMs of its connect: from
+   * retryMinMs, doubling up to retryMaxMs.
+   */
   readonly retryMinMs?: number | undefined;
   readonly retryMaxMs?: number | undefined;
 }
@@ -63,9 +66,17 @@ export class DomainEventStream {
     let pause = min;
     for (let connects = 0; !signal.aborted;) {
       try {
-        await this.#connectOnce(connects, signal);
+        const upForMs = await this.#connectOnce(connects, signal);
         connects += 1;
-        pause = min; // it was up: the next loss starts the pauses afresh
+        if (upForMs >= max) {
+          pause = min; // it was up a while: the next loss starts the pauses afresh
+          continue;
+        }
+        // Lost soon after it came up (a session cut at once, an event that kills the link):
+        // pause as after a failure, or each connect's loss would be at once another dial,
+        // subscription and full resync, thousands a second.
+        await sleep(pause, signal);
+        pause = Math.min(max, pause * 2);
       } catch (err) {
         if (signal.aborted) break;
         this.#options.onError?.(err);
@@ -75,9 +86,13 @@ export class DomainEventStream {
     }
   }
 
-  /** One connection's life: dial, subscribe, report, then wait for the link to end. */
-  async #connectOnce(connects: number, signal: AbortSignal): Promise<void> {
+  /**
+   * One connection's life: dial, subscribe, report, then wait for the link to end. Resolves
+   * with how long the link was up, in ms.
+   */
+  async #connectOnce(connects: number, signal: AbortSignal): Promise<number> {
     const conn = await this.#options.dial(signal);
+    const upAt = performance.now();
     // A link that died before this listener was attached has already said so.
     const lost = conn.isDown
       ? Promise.resolve()
@@ -93,6 +108,7 @@ export class DomainEventStream {
       }
       await this.#options.onConnected?.(conn, connects);
       await sleep(Infinity, signal, lost);
+      return performance.now() - upAt;
     } finally {
       await Promise.allSettled(subscriptions.map((s) => s.close()));
       await conn.close().catch(() => undefined);

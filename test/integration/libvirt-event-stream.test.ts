@@ -131,6 +131,37 @@ describe('DomainEventStream', () => {
     }
   }, 60_000);
 
+  it('pauses before dialling again when each link is lost as soon as it is up', async () => {
+    // A daemon (or a middlebox) that ends each session right after the subscriptions, or an
+    // event that kills the link: each loss was at once another dial, subscription and resync.
+    const dialledAt: number[] = [];
+    const stream = new DomainEventStream({
+      dial: async (signal) => {
+        dialledAt.push(performance.now());
+        return LibvirtConnection.connect(parseLibvirtUri('qemu:///system'), {
+          host: 'evstream-cut',
+          signal,
+        });
+      },
+      onLifecycle: () => undefined,
+      onConnected: (conn) => void conn.close(),
+      retryMinMs: 100,
+      retryMaxMs: 10_000,
+    });
+    stream.start();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+    } finally {
+      await stream.close();
+    }
+    // 100, 200, 400, 800 ms between dials: five at most in 2 s (hundreds before).
+    expect(dialledAt.length).toBeGreaterThanOrEqual(2);
+    expect(dialledAt.length).toBeLessThanOrEqual(5);
+    const gaps = dialledAt.slice(1).map((t, i) => t - (dialledAt[i] ?? t));
+    expect(gaps[0]).toBeGreaterThanOrEqual(95);
+    expect(gaps[1] ?? 200).toBeGreaterThanOrEqual(195);
+  }, 30_000);
+
   it('lets go of its stop signal after each pause, however many dials fail', async () => {
     let stop: AbortSignal | undefined;
     let dials = 0;
