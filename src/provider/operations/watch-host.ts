@@ -16,6 +16,7 @@ import {
   type NonnullDomain,
 } from '../../libvirt/protocol.gen.js';
 import type { ProviderContext } from '../core/host-context.js';
+import { NAME_PATTERN } from '../core/ids.js';
 import { isNoDomain } from '../core/not-found.js';
 import { observeDomain, type Observation } from './observe.js';
 import { XmlError } from '../xml/types.js';
@@ -74,6 +75,25 @@ interface Mark {
   readonly at: number;
 }
 
+/** An event heard, to look at the domain for. */
+interface HeardEvent {
+  readonly conn: LibvirtConnection;
+  readonly dom: NonnullDomain;
+  readonly cause: WatchCause;
+  readonly mark: Mark;
+}
+
+/**
+ * A domain's events not yet looked at, under one look queued in its chain: the last lifecycle
+ * event, and the last agent event heard after it. Every earlier one would only yield to these
+ * (#look), so a burst of events (a guest that connects and disconnects its agent in a loop, a
+ * daemon sending faster than looks finish) is one look, not a look and its reads per event.
+ */
+interface QueuedEvents {
+  lifecycle?: HeardEvent | undefined;
+  agent?: HeardEvent | undefined;
+}
+
 /** After a failed read or publish, resync this much later, doubling while resyncs fail. */
 const RETRY_RESYNC_MS = 5_000;
 const RETRY_RESYNC_MAX_MS = 5 * 60_000;
@@ -86,6 +106,8 @@ export class HostWatch {
   readonly #stream: DomainEventStream;
   /** Per domain name: the tail of its chain of changes. */
   readonly #chains = new Map<string, Promise<void>>();
+  /** Per domain name: the events its queued look, not yet begun, is for. */
+  readonly #queued = new Map<string, QueuedEvents>();
   /** Events heard so far, on this watch; per domain name, the number of the last one. */
   #heard = 0;
   readonly #lastHeard = new Map<string, number>();
@@ -148,11 +170,31 @@ export class HostWatch {
     lifecycle: boolean,
   ): void {
     if (this.#closed) return;
+    const name = dom.name;
     const at = ++this.#heard;
-    this.#lastHeard.set(dom.name, at);
-    if (lifecycle) this.#lastLifecycle.set(dom.name, at);
-    const mark = { lifecycleOnly: lifecycle, at };
-    void this.#serial(dom.name, () => this.#look(conn, dom, cause, mark));
+    this.#lastHeard.set(name, at);
+    if (lifecycle) this.#lastLifecycle.set(name, at);
+    const heard: HeardEvent = { conn, dom, cause, mark: { lifecycleOnly: lifecycle, at } };
+    const queued = this.#queued.get(name);
+    if (queued !== undefined) {
+      // A look is queued and has not begun: it looks for this event instead of the one of the
+      // same kind before it (an agent event also pre-empts a lifecycle one's agent successor).
+      if (lifecycle) {
+        queued.lifecycle = heard;
+        queued.agent = undefined;
+      } else {
+        queued.agent = heard;
+      }
+      return;
+    }
+    const events: QueuedEvents = lifecycle ? { lifecycle: heard } : { agent: heard };
+    this.#queued.set(name, events);
+    void this.#serial(name, async () => {
+      this.#queued.delete(name);
+      for (const e of [events.lifecycle, events.agent]) {
+        if (e !== undefined) await this.#look(e.conn, e.dom, e.cause, e.mark);
+      }
+    });
   }
 
   /** A look of the watcher's own (a recheck, a resync) yields to any event heard after now. */
@@ -208,7 +250,13 @@ export class HostWatch {
     mark: Mark,
   ): Promise<boolean> {
     const name = dom.name;
-    const seen = cause.event === 'undefined' ? 'gone' : await this.#observe(conn, dom);
+    // A name that is no DNS label was never an instance's (nor published): nothing to end.
+    const seen =
+      cause.event === 'undefined'
+        ? NAME_PATTERN.test(name)
+          ? 'gone'
+          : 'foreign'
+        : await this.#observe(conn, dom);
     if (this.#heardSince(name, mark)) return seen !== 'foreign' && seen !== 'gone';
     if (seen === 'foreign' || seen === 'gone') {
       this.#forget(name);
@@ -267,8 +315,12 @@ export class HostWatch {
     const fast = now < recheck.fastUntil;
     const delay = fast ? (this.#o.agentPollMs ?? 250) : this.#o.recheckMs;
     recheck.timer = setTimeout(() => {
+      // On the watch's link now: the one the look was made on may have been lost since (the
+      // resync on the new one looks at the domain again and schedules the next).
+      const now = this.#conn ?? conn;
+      if (now.isDown) return;
       const mark = this.#markNow();
-      void this.#serial(name, () => this.#lookByName(conn, name, RECHECK_CAUSE, mark));
+      void this.#serial(name, () => this.#lookByName(now, name, RECHECK_CAUSE, mark));
     }, delay);
     recheck.timer.unref();
   }
