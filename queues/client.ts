@@ -13,7 +13,7 @@ import type { Kvm2Config } from '../src/provider/config/schema.js';
 import { requestDigest } from './generations.js';
 import { readHealth } from './health.js';
 import { deleteData, enqueueCreate, enqueueDelete, enqueueGc } from './enqueue.js';
-import { createKey, DEFAULT_PREFIX } from './names.js';
+import { createKey, DEFAULT_PREFIX, GC_QUEUE, hostQueueName, jobKey } from './names.js';
 import { placeInZone, type ZoneConfig } from './placement.js';
 import {
   asRedisError,
@@ -105,7 +105,8 @@ export class Kvm2Client {
   readonly prefix: string;
   readonly #target: RedisTarget;
   readonly #redis: RedisConnection;
-  readonly #resultsFrom = new Map<string, string>();
+  /** Per job this client enqueued (or was given back): where its waitFor reads from, its queue. */
+  readonly #resultsFrom = new Map<string, { readonly from: string; readonly queue: string }>();
   readonly #resolveZone: Kvm2ClientOptions['resolveZone'];
   readonly #placement: ZoneConfig | undefined;
   readonly #hosts: ReadonlySet<string> | undefined;
@@ -171,7 +172,8 @@ export class Kvm2Client {
         );
       }
       await this.#confirmReplicated(redis);
-      this.#remember(enqueued.jobId, enqueued.resultsFrom);
+      const queue = hostQueueName(parseInstanceId(enqueued.instanceId).host);
+      this.#remember(enqueued.jobId, enqueued.resultsFrom, queue);
       // A repeat of a zone request, first placed on another host, keeps the first placement.
       const { jobId, instanceId, generation } = enqueued;
       return { jobId, uid, id: instanceId, generation };
@@ -193,7 +195,11 @@ export class Kvm2Client {
       // Unconditional: always enqueued (only a delete with unrequestedSince can be turned away).
       if (queued === undefined) throw new Error(`delete of ${id} was not enqueued`);
       await this.#confirmReplicated(redis);
-      this.#remember(queued.jobId, queued.resultsFrom);
+      this.#remember(
+        queued.jobId,
+        queued.resultsFrom,
+        hostQueueName(parseInstanceId(data.id).host),
+      );
       return { jobId: queued.jobId, generation: queued.generation };
     } catch (err) {
       throw this.#redisError(err);
@@ -225,7 +231,7 @@ export class Kvm2Client {
       // a request made from here on wins over the GC.
       const { jobId, resultsFrom } = await enqueueGc(redis, this.prefix, data);
       await this.#confirmReplicated(redis);
-      this.#remember(jobId, resultsFrom);
+      this.#remember(jobId, resultsFrom, GC_QUEUE);
       return { jobId };
     } catch (err) {
       throw this.#redisError(err);
@@ -240,13 +246,26 @@ export class Kvm2Client {
    */
   async waitFor(
     jobId: string,
-    options: Omit<WaitForResultOptions, 'since'> = {},
+    options: Omit<WaitForResultOptions, 'since' | 'jobKeys'> = {},
   ): Promise<ResultEntry> {
     this.#checkOpen();
-    const since = this.#resultsFrom.get(jobId);
+    const known = this.#resultsFrom.get(jobId);
+    // Where the job may be kept: its queue when this client enqueued it, else every queue of
+    // the hosts it knows (a job no longer kept, its result trimmed, would be waited for for ever).
+    const queues =
+      known !== undefined
+        ? [known.queue]
+        : this.#hosts === undefined
+          ? []
+          : [GC_QUEUE, ...[...this.#hosts].map(hostQueueName)];
+    const jobKeys = queues.map((queue) => jobKey(this.prefix, queue, jobId));
     try {
       // Rides out a Redis failover until the timeout.
-      const result = await this.#watcher.wait(jobId, { ...options, since });
+      const result = await this.#watcher.wait(jobId, {
+        ...options,
+        since: known?.from,
+        jobKeys,
+      });
       this.#resultsFrom.delete(jobId);
       return result;
     } catch (err) {
@@ -387,12 +406,12 @@ export class Kvm2Client {
     }
   }
 
-  #remember(jobId: string, resultsFrom: string): void {
+  #remember(jobId: string, resultsFrom: string, queue: string): void {
     if (this.#resultsFrom.size >= MAX_REMEMBERED) {
       const oldest = this.#resultsFrom.keys().next();
       if (oldest.done !== true) this.#resultsFrom.delete(oldest.value);
     }
-    this.#resultsFrom.set(jobId, resultsFrom);
+    this.#resultsFrom.set(jobId, { from: resultsFrom, queue });
   }
 }
 

@@ -51,6 +51,11 @@ export function jobAddKeys(prefix: string, queue: string, jobId: string): string
   return ['id', 'meta', 'active', 'wait', 'marker', 'events', jobId].map((s) => base + s);
 }
 
+/** A job's hash, BullMQ's `<prefix>:<queue>:<id>`: there while BullMQ keeps the job. */
+export function jobKey(prefix: string, queue: string, jobId: string): string {
+  return `${prefix}:${queue}:${jobId}`;
+}
+
 // Our own keys beside BullMQ's (`<prefix>:<queue>:…`). No queue is named `gen`, `create`,
 // `results` or `health`-with-a-colon, so they cannot collide.
 

@@ -231,6 +231,13 @@ export interface WaitForResultOptions {
   readonly timeoutMs?: number | undefined;
   /** How many entries to look back through when `since` is not given. */
   readonly scanBack?: number | undefined;
+  /**
+   * The BullMQ hash keys the job may be under (one per queue it may be on). When none exists
+   * and its result is not in the stream, the job is no longer kept (its age or count came, or
+   * it was removed) and no result will come: the wait ends with ERR_RESULT_GONE instead of
+   * lasting for ever. Omitted: no such check.
+   */
+  readonly jobKeys?: readonly string[] | undefined;
 }
 
 const SCAN_PAGE = 500;
@@ -396,13 +403,59 @@ export class ResultWatcher {
         });
       }
       const active = (): boolean => this.#waits.get(jobId)?.has(wait) === true;
-      this.#catchUp(jobId, options, active).then(
-        (found) => {
-          if (found !== undefined) wait.settle({ result: found });
-        },
-        (error: unknown) => wait.settle({ error }),
-      );
+      this.#catchUp(jobId, options, active)
+        .then(async ({ found, from }) => {
+          if (found !== undefined) return { result: found };
+          const keys = options.jobKeys;
+          if (keys === undefined || keys.length === 0 || !active()) return undefined;
+          return this.#unlessGone(jobId, keys, from, active);
+        })
+        .then(
+          (outcome) => {
+            if (outcome !== undefined) wait.settle(outcome);
+          },
+          (error: unknown) => wait.settle({ error }),
+        );
     });
+  }
+
+  /**
+   * undefined while the job is kept (the reader hands over its result when it comes). Once it
+   * is not, its result was appended before it finished: after `from` (what the reader passed
+   * before the wait began was read already), or nowhere the stream still holds.
+   */
+  async #unlessGone(
+    jobId: string,
+    keys: readonly string[],
+    from: string,
+    active: () => boolean,
+  ): Promise<{ result: ResultEntry } | { error: Kvm2Error } | undefined> {
+    const kept = await this.#again(
+      () => Promise.all(keys.map((key) => this.#redis.exists(key))),
+      active,
+    );
+    if (kept.some((n) => n > 0) || !active()) return undefined;
+    let after = from;
+    for (;;) {
+      const start = after;
+      const page = await this.#again(
+        () => this.#redis.xrange(this.#key, `(${start}`, '+', 'COUNT', SCAN_PAGE),
+        active,
+      );
+      for (const [id, fields] of page) {
+        const result = parseResult(id, fields);
+        if (result?.jobId === jobId && FINAL_OUTCOMES.has(result.outcome)) return { result };
+      }
+      const last = page.at(-1);
+      if (page.length < SCAN_PAGE || last === undefined) break;
+      after = last[0];
+    }
+    return {
+      error: new Kvm2Error(
+        'ERR_RESULT_GONE',
+        `job ${jobId} is no longer kept and its result is not in the results stream (both are kept for a bounded time, docs/results.md): get the instance to see where it stands`,
+      ),
+    };
   }
 
   /** Ends every wait in progress with ERR_CLIENT_CLOSED and closes the reader's connection. */
@@ -412,18 +465,22 @@ export class ResultWatcher {
     this.#reader?.conn.disconnect();
   }
 
-  /** What the reader passed before this wait began (the reader sees everything after). */
+  /**
+   * What the reader passed before this wait began (the reader sees everything after `from`,
+   * its position then).
+   */
   async #catchUp(
     jobId: string,
     options: WaitForResultOptions,
     active: () => boolean,
-  ): Promise<ResultEntry | undefined> {
+  ): Promise<{ readonly found: ResultEntry | undefined; readonly from: string }> {
     const from = this.#cursor ?? (await this.#start());
     const again = <T>(step: () => Promise<T>): Promise<T> => this.#again(step, active);
     if (options.since === undefined) {
-      return again(() =>
+      const found = await again(() =>
         findBackwards(this.#redis, this.#key, jobId, from, options.scanBack ?? RESULTS_MAX_LEN),
       );
+      return { found, from };
     }
     let after = options.since;
     while (active() && compareIds(after, from) < 0) {
@@ -433,13 +490,15 @@ export class ResultWatcher {
       );
       for (const [id, fields] of page) {
         const result = parseResult(id, fields);
-        if (result?.jobId === jobId && FINAL_OUTCOMES.has(result.outcome)) return result;
+        if (result?.jobId === jobId && FINAL_OUTCOMES.has(result.outcome)) {
+          return { found: result, from };
+        }
       }
       const last = page.at(-1);
-      if (page.length < SCAN_PAGE || last === undefined) return undefined;
+      if (page.length < SCAN_PAGE || last === undefined) break;
       after = last[0];
     }
-    return undefined;
+    return { found: undefined, from };
   }
 
   /** Starts the reader from the stream's newest entry; resolves with that entry's id. */

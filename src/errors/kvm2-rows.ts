@@ -309,6 +309,12 @@ export const KVM2_ROWS = [
     kind: 'transient',
     why: 'No final result arrived within the wait; the job may still finish.',
   },
+  {
+    source: 'kvm2',
+    match: 'ERR_RESULT_GONE',
+    kind: 'permanent',
+    why: 'The job waited for is no longer kept and its result is no longer in the results stream: no result will come.',
+  },
   // The worker runtime (workers/).
   {
     source: 'kvm2',

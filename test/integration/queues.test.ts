@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kvm2Client } from '../../queues/client.js';
 import { deleteData, enqueueDelete } from '../../queues/enqueue.js';
 import { isSuperseded, latestGeneration, requestCount } from '../../queues/generations.js';
-import { hostQueueName, lastRequestKey, latestGenerationKey } from '../../queues/names.js';
+import { hostQueueName, jobKey, lastRequestKey, latestGenerationKey } from '../../queues/names.js';
 import { Kvm2Error } from '../../src/errors/error.js';
 import { appendResult } from '../../queues/results.js';
 import { sleep, waitUntil } from '../harness/fault-kit.js';
@@ -101,6 +101,41 @@ describe('create and delete', () => {
       expect(final).toMatchObject({ jobId: first.jobId, outcome: 'succeeded' });
     } finally {
       await producer.close();
+    }
+  });
+
+  it("a repeat's waitFor ends with ERR_RESULT_GONE once the job and its result are no longer kept", async () => {
+    // The uid's reservation lives 7 days; the finished job 24 hours, its result until the
+    // stream's cap trims it. A repeat after both gets the job back and waited for ever.
+    const uid = randomUUID();
+    const first = await client.create({ ...request('web-4'), uid });
+    await scope.redis.del(jobKey(scope.prefix, hostQueueName('h1'), first.jobId));
+    const producer = new Kvm2Client({ redisUrl: scope.url, prefix: scope.prefix });
+    const knowing = new Kvm2Client({ redisUrl: scope.url, prefix: scope.prefix, hosts: ['h1'] });
+    try {
+      const again = await producer.create({ ...request('web-4'), uid });
+      expect(again.jobId).toBe(first.jobId);
+      const gone = await producer
+        .waitFor(again.jobId, { timeoutMs: 10_000 })
+        .catch((e: unknown) => e);
+      expect(gone).toMatchObject({ code: 'ERR_RESULT_GONE', kind: 'permanent' });
+      expect((gone as Error).message).toContain(`job ${first.jobId} is no longer kept`);
+      // A client that did not enqueue it looks in its hosts' queues.
+      await expect(knowing.waitFor(first.jobId, { timeoutMs: 10_000 })).rejects.toMatchObject({
+        code: 'ERR_RESULT_GONE',
+      });
+      // A job still kept is waited for: its result, appended later, ends the wait.
+      const kept = await client.create(request('web-5'));
+      const waiting = knowing.waitFor(kept.jobId, { timeoutMs: 10_000 });
+      await sleep(300);
+      await appendResult(scope.redis, scope.prefix, {
+        ...result(kept.jobId, 'succeeded'),
+        instanceId: 'h1/web-5',
+      });
+      await expect(waiting).resolves.toMatchObject({ jobId: kept.jobId, outcome: 'succeeded' });
+    } finally {
+      await producer.close();
+      await knowing.close();
     }
   });
 

@@ -180,6 +180,7 @@ const EXPECTED_KIND: Readonly<Record<string, ErrorKind | 'derived'>> = {
   'kvm2 ERR_REDIS_UNAVAILABLE': 'transient',
   'kvm2 ERR_CLIENT_CLOSED': 'permanent',
   'kvm2 ERR_WAIT_TIMEOUT': 'transient',
+  'kvm2 ERR_RESULT_GONE': 'permanent',
   // The worker runtime: a lost or busy lock and a stalled job are handed on, not failed.
   'kvm2 ERR_LOCK_LOST': 'transient',
   'kvm2 ERR_KEY_BUSY': 'transient',
