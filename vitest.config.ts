@@ -16,6 +16,7 @@ const REDIS_ONLY = [
   'test/integration/seed-file-names.test.ts',
   'test/integration/seed-build.test.ts',
   'test/integration/instance-event-publish.test.ts',
+  'test/integration/retention.test.ts',
 ];
 
 const shared = {

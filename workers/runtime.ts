@@ -27,6 +27,7 @@ import { RedisLocks } from './locks/redis-locks.js';
 import { HostBreakers } from './run/host-breaker.js';
 import { JobRuns } from './run/cancellation.js';
 import { RedisLiveness } from './run/redis-liveness.js';
+import { sweepRetentionEvery } from './run/retention.js';
 import { WorkerMetrics } from './run/metrics.js';
 import { instanceOf, makeProcessor, opLabel, producerTraceContext } from './runner.js';
 import { completingBackend } from './run/completion.js';
@@ -238,6 +239,7 @@ async function start(
     ? startEventWatchers(env, hosts)
     : undefined;
   const liveness = new RedisLiveness(redis);
+  const stopSweeps = sweepRetentionEvery(() => served.map((s) => queueFor(s.name)), logger);
   logger.info({ queues: served.map((s) => s.name), hosts }, 'worker started');
 
   let closing: Promise<void> | undefined;
@@ -250,6 +252,7 @@ async function start(
   const close = async (force: boolean): Promise<void> => {
     shuttingDown = true;
     liveness.close();
+    stopSweeps();
     breakers.close();
     // First, so another process takes the hosts' events over while this one drains its jobs.
     const watchersClosed = watchers?.close();

@@ -200,6 +200,37 @@ describe('the configuration warnings', () => {
   }, 60_000);
 });
 
+describe('finished jobs past their age (workers/run/retention.ts)', () => {
+  it('a worker removes those of the queues it serves at start, the younger kept', async () => {
+    // A failed job of 8 days and one of 6 on the host's queue (its failed jobs are kept 7
+    // days), nothing running there: BullMQ alone would keep both for good.
+    const failedSet = `${scope.prefix}:host.hv1:failed`;
+    const now = Date.now();
+    for (const [id, days] of [
+      ['old-failed', 8],
+      ['young-failed', 6],
+    ] as const) {
+      const at = now - days * 24 * 3600_000;
+      await scope.redis.hset(`${scope.prefix}:host.hv1:${id}`, {
+        name: 'get',
+        data: '{}',
+        opts: '{}',
+        timestamp: at,
+        finishedOn: at,
+        failedReason: 'refused',
+      });
+      await scope.redis.zadd(failedSet, at, id);
+    }
+    const w = spawnKvm2Worker(writeConfig(scope.url));
+    await w.waitForLog((l) => l.msg === 'retention: finished jobs past their age removed');
+    expect(await scope.redis.zrange(failedSet, 0, -1)).toEqual(['young-failed']);
+    expect(await scope.redis.exists(`${scope.prefix}:host.hv1:old-failed`)).toBe(0);
+    w.child.kill('SIGTERM');
+    expect((await w.exited).code).toBe(0);
+    await scope.redis.del(failedSet, `${scope.prefix}:host.hv1:young-failed`);
+  }, 60_000);
+});
+
 describe('a database the Redis server does not have', () => {
   it('the worker does not start: exit 1, the refusal named, nothing written to database 0', async () => {
     const databases = Number(((await scope.redis.config('GET', 'databases')) as string[])[1]);
