@@ -9,16 +9,21 @@ import { createLogger } from '../workers/logger.js';
 import { runWorker } from '../workers/process.js';
 
 const logger = createLogger({ name: 'kvm2' });
+let board: Awaited<ReturnType<typeof startBoard>> | undefined;
 try {
   const config = await loadConfig({ env: process.env });
   for (const warning of configWarnings(config)) logger.warn(warning);
-  const board = await startBoard(config, { logger });
+  board = await startBoard(config, { logger });
   logger.info({ url: board.url }, 'board listening');
   await runWorker(config, { logger });
-  await board.close();
-  logger.flush();
 } catch (err) {
   logger.fatal({ err: (err as Error).message }, 'kvm2 could not start');
-  logger.flush();
   process.exitCode = 1;
+} finally {
+  // The board too when the worker could not start: a dashboard without a worker would keep
+  // the process up, and its supervisor would never see the failure.
+  await board?.close().catch(() => undefined);
+  logger.flush();
 }
+// As cli/main.ts: what a library leaves alive (a timer) does not keep a finished run up.
+setTimeout(() => process.exit(), 2_000).unref();

@@ -267,12 +267,20 @@ async function start(
       logger.warn({ active: metrics.activeTotal() }, 'shutdown: releasing the jobs still running');
       runs.cancelAll(new Error('worker shutting down'));
       // The cancelled runs release their jobs (a BullMQ move each); then BullMQ's close goes on.
-      await within(graceful, left());
+      // Half the time left for that: a run whose cleanup (a fill's volumes, removed whatever the
+      // cancel) waits on a wedged host link would hold its locks past the budget, and its job
+      // would be left to BullMQ's stalled check. Then the host links are closed: those calls
+      // fail at once, and the runs release their jobs while Redis is still there.
+      if (!(await within(graceful, left() / 2))) {
+        await within(provider.close(), left() / 2);
+        await within(graceful, left());
+      }
     }
     await within(Promise.resolve(watchersClosed), left());
     const queuesClosed = Promise.allSettled([...producerQueues.values()].map((q) => q.close()));
     await within(queuesClosed, left());
-    await provider.close();
+    // Bounded too: a wedged link's ConnectClose waits its own 2 s before the link is destroyed.
+    await within(provider.close(), left());
     // During a Redis outage QUIT would wait behind the offline queue (lease renewals, BullMQ's
     // lock extensions) for as long as the outage lasts: bounded, then dropped with the rest.
     if (redis.status === 'ready')

@@ -1,11 +1,11 @@
-// SIGINT and SIGTERM for commands that run until stopped (a wait, results --follow, board).
-// While a handler is installed Node's default (exit at once) is off, so the command can close
-// its connections and say where things stand.
+// SIGINT, SIGTERM and SIGHUP (the terminal closed) for commands that run until stopped (a
+// wait, results --follow, board). While a handler is installed Node's default (exit at once)
+// is off, so the command can close its connections and say where things stand.
 
-const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 export type StopSignal = (typeof STOP_SIGNALS)[number];
 
-/** Calls `handler` on each SIGINT or SIGTERM until the returned function removes it. */
+/** Calls `handler` on each SIGINT, SIGTERM or SIGHUP until the returned function removes it. */
 export function onStopSignal(handler: (signal: StopSignal) => void): () => void {
   const listeners = STOP_SIGNALS.map((signal) => {
     const listener = (): void => handler(signal);

@@ -4,13 +4,14 @@
 // configuration from KVM2_CONFIG and stops on SIGTERM.
 import { execFile, spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { loadConfig } from '../../src/provider/config/load.js';
 import { built } from '../harness/build.js';
-import { startQueueFleet, type QueueFleet } from '../harness/queue-fleet.js';
+import { startQueueFleet, TEST_WORKER, type QueueFleet } from '../harness/queue-fleet.js';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -32,7 +33,13 @@ describe('docker-compose.yml', () => {
       cwd: ROOT,
       env: { ...process.env, KVM2_UID: '1234', KVM2_GID: '5678' },
     });
-    type Service = { restart?: string; user?: string; ports?: unknown[]; healthcheck?: unknown };
+    type Service = {
+      restart?: string;
+      user?: string;
+      ports?: unknown[];
+      healthcheck?: unknown;
+      init?: boolean;
+    };
     const { services } = YAML.parse(stdout) as { services: Record<string, Service> };
     for (const name of ['redis', 'worker', 'board']) {
       // After a crash, a reboot or a Docker restart: nothing came back, Redis included.
@@ -42,6 +49,9 @@ describe('docker-compose.yml', () => {
     // owned by the operator: the container must run as that owner to read them.
     expect(services['worker']?.user).toBe('1234:5678');
     expect(services['board']?.user).toBe('1234:5678');
+    // An init as PID 1: node there would ignore a SIGTERM before its handler is installed.
+    expect(services['worker']?.init).toBe(true);
+    expect(services['board']?.init).toBe(true);
     // The services reach Redis as redis:6379; a host port would collide with a Redis there.
     expect(services['redis']?.ports).toBeUndefined();
     expect(services['board']?.healthcheck).toBeDefined();
@@ -117,4 +127,31 @@ describe('npm start', () => {
     }
     expect(await exited).toBe(0);
   }, 120_000);
+
+  it('exits 1 when the worker cannot start, the board closed with it', async () => {
+    // The worker's endpoints' port is taken: the board had started, and kept the process up.
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    const config = fleet.writeConfig({
+      board: { listen: '127.0.0.1:0' },
+      worker: { ...TEST_WORKER, listen: `127.0.0.1:${port}` },
+    });
+    const child = spawn(process.execPath, [built('cli/start.ts')], {
+      cwd: ROOT,
+      env: { ...process.env, KVM2_CONFIG: config },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    try {
+      expect(await exited).toBe(1);
+      expect(stdout).toContain('kvm2 could not start');
+    } finally {
+      clearTimeout(timer);
+      taken.close();
+    }
+  }, 60_000);
 });

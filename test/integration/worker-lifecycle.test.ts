@@ -200,6 +200,20 @@ describe('the configuration warnings', () => {
   }, 60_000);
 });
 
+describe('SIGHUP (the terminal the worker ran in closed)', () => {
+  it('drains as SIGTERM does: "shutting down", "worker stopped", exit 0', async () => {
+    const port = await freePort();
+    const w = spawnKvm2Worker(writeConfig(scope.url, `127.0.0.1:${port}`));
+    await w.waitForLog((l) => l.msg === 'worker ready');
+    w.child.kill('SIGHUP');
+    const exit = await w.exited;
+    // Node's default for SIGHUP is an exit by the signal, nothing drained or logged.
+    expect(exit.code).toBe(0);
+    expect(w.logs.some((l) => l.msg === 'shutting down' && l['signal'] === 'SIGHUP')).toBe(true);
+    expect(w.logs.some((l) => l.msg === 'worker stopped')).toBe(true);
+  }, 60_000);
+});
+
 describe('finished jobs past their age (workers/run/retention.ts)', () => {
   it('a worker removes those of the queues it serves at start, the younger kept', async () => {
     // A failed job of 8 days and one of 6 on the host's queue (its failed jobs are kept 7
