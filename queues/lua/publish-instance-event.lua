@@ -5,7 +5,8 @@
 -- ARGV: lease token, domain name, new value ('<uid> <state> <address or ->', '' for gone),
 --   '1' when the domain was never started (nothing to say unless something was said before),
 --   max length, then the entry's fields. The entry gets `previous` (the state last published)
---   and, for gone, the `uid` it had.
+--   and, for gone, the `uid` it had. Read from the value's end: state and address are single
+--   words, the uid (read back from a domain's metadata) may hold anything.
 -- Returns the entry's id; 0 when nothing changed; -1 when the lease is not held.
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 local prev = redis.call('HGET', KEYS[2], ARGV[2])
@@ -15,7 +16,7 @@ if ARGV[3] == '' then
   if not prev then return 0 end
   redis.call('HDEL', KEYS[2], ARGV[2])
   fields[#fields + 1] = 'uid'
-  fields[#fields + 1] = string.match(prev, '^(%S+)')
+  fields[#fields + 1] = string.match(prev, '^(.*) %S+ %S+$')
 else
   if prev == ARGV[3] then return 0 end
   if not prev and ARGV[4] == '1' then return 0 end
@@ -23,6 +24,6 @@ else
 end
 if prev then
   fields[#fields + 1] = 'previous'
-  fields[#fields + 1] = string.match(prev, '^%S+ (%S+)')
+  fields[#fields + 1] = string.match(prev, '(%S+) %S+$')
 end
 return redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', unpack(fields))

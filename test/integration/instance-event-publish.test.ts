@@ -130,6 +130,18 @@ describe('publishing an instance change', () => {
     expect(last?.address).toBeUndefined();
   });
 
+  it("reads a kept uid whole, whatever it holds, and the state after it (the hash's value)", async () => {
+    // A uid read back from a domain's metadata is whatever the metadata says; with spaces in
+    // it, the first word was taken for the uid and the second for the previous state.
+    await publish(seen('f', { uid: 'x running 10.9.9.9', state: 'paused' }));
+    expect(await publish(gone('f'))).toMatchObject({ published: true });
+    expect((await events()).at(-1)).toMatchObject({
+      state: 'gone',
+      previous: 'paused',
+      uid: 'x running 10.9.9.9',
+    });
+  });
+
   it('publishes nothing without the lease: lapsed, or held by another watcher', async () => {
     await scope.redis.set(lease.redisKey, 'someone-else', 'PX', 60_000);
     expect(await publish(seen('e'))).toEqual({ published: false, reason: 'not-leaseholder' });
