@@ -13,7 +13,14 @@ import type { Kvm2Config } from '../src/provider/config/schema.js';
 import { requestDigest } from './generations.js';
 import { readHealth } from './health.js';
 import { deleteData, enqueueCreate, enqueueDelete, enqueueGc } from './enqueue.js';
-import { createKey, DEFAULT_PREFIX, GC_QUEUE, hostQueueName, jobKey } from './names.js';
+import {
+  createKey,
+  DEFAULT_PREFIX,
+  GC_QUEUE,
+  HEALTH_QUEUE,
+  hostQueueName,
+  jobKey,
+} from './names.js';
 import { placeInZone, type ZoneConfig } from './placement.js';
 import {
   asRedisError,
@@ -257,7 +264,7 @@ export class Kvm2Client {
         ? [known.queue]
         : this.#hosts === undefined
           ? []
-          : [GC_QUEUE, ...[...this.#hosts].map(hostQueueName)];
+          : [GC_QUEUE, HEALTH_QUEUE, ...[...this.#hosts].map(hostQueueName)];
     const jobKeys = queues.map((queue) => jobKey(this.prefix, queue, jobId));
     try {
       // Rides out a Redis failover until the timeout.

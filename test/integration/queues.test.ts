@@ -133,6 +133,13 @@ describe('create and delete', () => {
         instanceId: 'h1/web-5',
       });
       await expect(waiting).resolves.toMatchObject({ jobId: kept.jobId, outcome: 'succeeded' });
+      // A health job (its queue is no host's) still kept is waited for too, to the timeout.
+      const healthQueue = new Queue('health', { connection: scope.redis, prefix: scope.prefix });
+      queues.push(healthQueue);
+      const health = await healthQueue.add('health', { host: 'h1' });
+      await expect(knowing.waitFor(health.id ?? '', { timeoutMs: 1_000 })).rejects.toMatchObject({
+        code: 'ERR_WAIT_TIMEOUT',
+      });
     } finally {
       await producer.close();
       await knowing.close();
