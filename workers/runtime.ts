@@ -269,10 +269,10 @@ async function start(
       // The cancelled runs release their jobs (a BullMQ move each); then BullMQ's close goes on.
       // Half the time left for that: a run whose cleanup (a fill's volumes, removed whatever the
       // cancel) waits on a wedged host link would hold its locks past the budget, and its job
-      // would be left to BullMQ's stalled check. Then the host links are closed: those calls
+      // would be left to BullMQ's stalled check. Then the host links are dropped: those calls
       // fail at once, and the runs release their jobs while Redis is still there.
       if (!(await within(graceful, left() / 2))) {
-        await within(provider.close(), left() / 2);
+        void provider.close({ now: true });
         await within(graceful, left());
       }
     }

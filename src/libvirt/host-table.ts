@@ -99,13 +99,19 @@ export class HostTable {
     return conn.call(proc, args, options);
   }
 
-  /** Closes the shared connections and ends the dials under way; later calls are refused. */
-  async close(): Promise<void> {
+  /**
+   * Closes the shared connections and ends the dials under way; later calls are refused. With
+   * `now`, the links are dropped without the goodbye (a wedged link would hold its ConnectClose
+   * 2 s): every call in flight on them fails at once.
+   */
+  async close(options: { readonly now?: boolean } = {}): Promise<void> {
     this.closed = true;
-    this.closing.abort(new LinkClosedError('the host table is closed'));
+    const reason = new LinkClosedError('the host table is closed');
+    this.closing.abort(reason);
     const dials = [...this.dialing.values()];
     const conns = [...this.live.values()];
     this.live.clear();
+    if (options.now === true) for (const c of conns) c.destroy(reason);
     await Promise.all([
       ...dials.map((d) => d.catch(() => undefined)),
       ...conns.map((c) => c.close()),

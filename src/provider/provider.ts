@@ -81,8 +81,8 @@ export class Provider {
     return new HostWatch(this.ctx, options);
   }
 
-  /** Closes the shared connections. */
-  close(): Promise<void> {
-    return this.ctx.hosts.close();
+  /** Closes the shared connections; `now`: dropped at once, the calls on them failed. */
+  close(options: { readonly now?: boolean } = {}): Promise<void> {
+    return this.ctx.hosts.close(options);
   }
 }

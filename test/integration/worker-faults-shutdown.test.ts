@@ -7,6 +7,7 @@ import net from 'node:net';
 import type { Queue } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import { sleep, tcpProxy } from '../harness/fault-kit.js';
+import { startStallingProxy } from '../fakes/stalling-proxy.js';
 import { faultHooks, faultRig, runOf, SHUTDOWN_TIMEOUT_MS } from '../harness/fault-rig.js';
 import type { QueueFleet } from '../harness/queue-fleet.js';
 import { startWorkerProcess } from '../harness/worker-process.js';
@@ -157,5 +158,37 @@ describe('SIGTERM with a job running', () => {
     expect(a.logs.some((l) => l.msg === 'second signal: forcing shutdown')).toBe(true);
 
     await expectReleasedThenFinished(job.jobId, name, image, writeConfig());
+  }, 180_000);
+
+  it('forced with its host link wedged mid-fill: the job is released, its locks given back, before the exit', async () => {
+    // The fill's cleanup removes its volumes whatever the cancel, on the host's link; wedged
+    // (a partition), that call held the run through the teardown's waits, and the process
+    // exited with the job still active and its locks held to their TTL.
+    const proxy = await startStallingProxy();
+    try {
+      const base = fleet.configObject().hosts as Record<string, unknown>[];
+      const hosts = [{ ...base[0], uri: `qemu+unix:///system?socket=${proxy.socketPath}` }];
+      const image = await newStall('slow-wedged');
+      const a = await startWorker(writeConfig({ shutdownTimeout: '60s' }, { hosts }));
+      const name = instanceName('wedged');
+      const job = await create(name, image.name);
+      await insideDownload(image, job.jobId);
+      proxy.stall();
+      a.kill('SIGTERM');
+      await a.waitForLog((l) => l.msg === 'shutting down', 10_000);
+      a.kill('SIGTERM');
+      const exit = await a.exited;
+      expect(exit.code).toBe(0);
+      // Released: delayed, no attempt spent, nothing of the instance's locked.
+      expect(await queue.getJobState(job.jobId)).toBe('delayed');
+      expect((await queue.getJob(job.jobId))?.attemptsMade).toBe(0);
+      // (The host's watch lease, on the same wedged link, lapses on its TTL as a dead
+      // watcher's does: another worker takes the events over then, docs/events.md.)
+      const locks = await fleet.scope.redis.keys(`${fleet.scope.prefix}:lock:*`);
+      expect(locks.filter((k) => !k.includes(':lock:watch:'))).toEqual([]);
+    } finally {
+      proxy.release();
+      await proxy.close();
+    }
   }, 180_000);
 });
